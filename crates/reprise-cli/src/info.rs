@@ -1,0 +1,28 @@
+//! `reprise info`: what a trace holds and how much of it is intact.
+
+use anyhow::Result;
+use std::path::PathBuf;
+
+/// Print a summary of the trace.
+pub fn info(trace: Option<PathBuf>) -> Result<i32> {
+    let path = crate::tracedir::resolve(trace)?;
+    let s = reprise_trace::summarize(&path)?;
+    println!("trace: {}", path.display());
+    println!("{s}");
+    let h = &s.header;
+    println!("program: {}", String::from_utf8_lossy(&h.exe_path));
+    println!("argv: {}", h.argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" "));
+    println!("strategy: {}   checkpoint every {} events", h.strategy, h.checkpoint_interval);
+    if s.is_complete() {
+        if let Ok((_, rec, out, err, footer)) = crate::replay::load(&path) {
+            println!("threads: {}   events: {}   stripes used: {}   vector runs: {}", rec.nthreads(), rec.total_events(), rec.vectors.len(), rec.vector_runs());
+            println!("stdout: {} bytes   stderr: {} bytes   exit: {}   wall: {:.3}s", out.len(), err.len(), footer.exit, footer.wall_ns as f64 / 1e9);
+            if let Some((end, _)) = &rec.end {
+                println!("end: {} in thread {} at event {}", crate::verify::end_kind(end.kind), end.tid, end.event);
+            }
+        }
+        Ok(0)
+    } else {
+        Ok(1)
+    }
+}

@@ -1,0 +1,331 @@
+//! Starting the program under the runtime, identically in record and replay, and collecting
+//! what it produces.
+//!
+//! The child gets: ASLR off (personality), the recorded argv/env/cwd/RLIMIT_STACK, exec'd by
+//! the same path; the config memfd, the event pipe, the status memfd and the launcher's
+//! stderr on fixed high descriptors (so the program's own descriptors and environment are
+//! the same in both modes); pipes on stdout and stderr, which the launcher copies to its own
+//! and keeps (for the trace, or to compare in replay). A watchdog reads the status memfd
+//! during replay and reports who waits for whom instead of hanging.
+
+use anyhow::{bail, Context, Result};
+use reprise_proto::*;
+use std::ffi::CString;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// What to run.
+pub struct Launch {
+    /// Path exec'd.
+    pub exe: Vec<u8>,
+    /// argv, argv[0] included.
+    pub argv: Vec<Vec<u8>>,
+    /// Environment in order.
+    pub env: Vec<Vec<u8>>,
+    /// Working directory.
+    pub cwd: Vec<u8>,
+    /// RLIMIT_STACK (soft, hard).
+    pub rlimit_stack: (u64, u64),
+    /// Config memfd contents.
+    pub config: Vec<u8>,
+    /// Watchdog: on in replay; the timeout without any progress.
+    pub watchdog: Option<Duration>,
+}
+
+/// Where the child's output goes as it arrives.
+pub trait Sink {
+    /// Runtime event bytes.
+    fn events(&mut self, b: &[u8]) -> Result<()>;
+    /// Program stdout bytes (already copied to our stdout).
+    fn stdout(&mut self, b: &[u8]) -> Result<()>;
+    /// Program stderr bytes (already copied to our stderr).
+    fn stderr(&mut self, b: &[u8]) -> Result<()>;
+    /// Called about every 100 ms.
+    fn tick(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// How the child ended.
+pub struct Ended {
+    /// Exit.
+    pub exit: reprise_trace::Exit,
+    /// Wall time.
+    pub wall: Duration,
+    /// The watchdog stopped it: the report.
+    pub stuck: Option<String>,
+}
+
+fn memfd(name: &str, data: &[u8], size: usize) -> Result<OwnedFd> {
+    let n = CString::new(name).unwrap();
+    // SAFETY: valid NUL-terminated name; returns a new fd or -1.
+    let fd = unsafe { libc::memfd_create(n.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        bail!("memfd_create failed: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut f = std::fs::File::from(fd.try_clone()?);
+    f.set_len(size.max(data.len()) as u64)?;
+    f.write_all(data)?;
+    Ok(fd)
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut p = [0; 2];
+    // SAFETY: p is a valid out-array of two ints.
+    if unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        bail!("pipe2 failed: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: both are fresh descriptors we own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1])) })
+}
+
+fn cstrs(v: &[Vec<u8>]) -> Result<Vec<CString>> {
+    v.iter().map(|s| CString::new(s.clone()).context("argument or environment contains a NUL byte")).collect()
+}
+
+enum Msg {
+    Events(Vec<u8>),
+    Stdout(Vec<u8>),
+    Stderr(Vec<u8>),
+    Eof,
+}
+
+fn reader(fd: OwnedFd, tx: mpsc::Sender<Msg>, wrap: fn(Vec<u8>) -> Msg) {
+    std::thread::spawn(move || {
+        let mut f = std::fs::File::from(fd);
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if tx.send(wrap(buf[..n].to_vec())).is_err() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        let _ = tx.send(Msg::Eof);
+    });
+}
+
+/// Run the program to its end, feeding `sink`.
+pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
+    let config = memfd("reprise-config", &l.config, 0)?;
+    let status = memfd("reprise-status", &[], STATUS_SIZE)?;
+    let (ev_r, ev_w) = pipe()?;
+    let (out_r, out_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    // SAFETY: raising the pipe size is advisory; failure is harmless.
+    unsafe { libc::fcntl(ev_w.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+    let exe = CString::new(l.exe.clone())?;
+    let argv = cstrs(&l.argv)?;
+    let env = cstrs(&l.env)?;
+    let cwd = CString::new(l.cwd.clone())?;
+    let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|c| c.as_ptr()).collect();
+    argv_p.push(std::ptr::null());
+    let mut env_p: Vec<*const libc::c_char> = env.iter().map(|c| c.as_ptr()).collect();
+    env_p.push(std::ptr::null());
+    let fds: [(RawFd, RawFd); 6] = [
+        (config.as_raw_fd(), FD_CONFIG),
+        (ev_w.as_raw_fd(), FD_CHANNEL),
+        (status.as_raw_fd(), FD_STATUS),
+        (2, FD_LOG),
+        (out_w.as_raw_fd(), 1),
+        (err_w.as_raw_fd(), 2),
+    ];
+    let rl = libc::rlimit { rlim_cur: l.rlimit_stack.0, rlim_max: l.rlimit_stack.1 };
+    // Map the status region for the watchdog.
+    // SAFETY: mapping a memfd we own, of STATUS_SIZE bytes, shared; unmapped never (process
+    // lifetime is short), read with atomics only.
+    let status_map = unsafe {
+        libc::mmap(std::ptr::null_mut(), STATUS_SIZE, libc::PROT_READ, libc::MAP_SHARED, status.as_raw_fd(), 0)
+    };
+    if status_map == libc::MAP_FAILED {
+        bail!("cannot map the status region");
+    }
+    let start = Instant::now();
+    // SAFETY: between fork and exec the child only makes async-signal-safe calls (dup2,
+    // chdir, setrlimit, personality, execve, _exit) on data prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        bail!("fork failed: {}", std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        unsafe {
+            for (from, to) in fds {
+                if libc::dup2(from, to) < 0 {
+                    libc::_exit(127);
+                }
+            }
+            if libc::chdir(cwd.as_ptr()) != 0 {
+                let m = b"reprise: cannot enter the recorded working directory\n";
+                libc::write(FD_LOG, m.as_ptr().cast(), m.len());
+                libc::_exit(125);
+            }
+            libc::setrlimit(libc::RLIMIT_STACK, &rl);
+            let p = libc::personality(0xffff_ffff);
+            libc::personality((p as libc::c_ulong) | libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
+            libc::execve(exe.as_ptr(), argv_p.as_ptr(), env_p.as_ptr());
+            let m = b"reprise: cannot execute the program\n";
+            libc::write(FD_LOG, m.as_ptr().cast(), m.len());
+            libc::_exit(127);
+        }
+    }
+    drop((ev_w, out_w, err_w));
+    let (tx, rx) = mpsc::channel();
+    reader(ev_r, tx.clone(), Msg::Events);
+    reader(out_r, tx.clone(), Msg::Stdout);
+    reader(err_r, tx, Msg::Stderr);
+    let mut open = 3;
+    let mut exit: Option<reprise_trace::Exit> = None;
+    let mut exited_at: Option<Instant> = None;
+    let mut wd = Watchdog::new(status_map as *const u8, l.watchdog);
+    let mut stuck = None;
+    let mut last_tick = Instant::now();
+    let mut stdout = std::io::stdout();
+    let mut stderr = std::io::stderr();
+    while open > 0 {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(Msg::Events(b)) => sink.events(&b)?,
+            Ok(Msg::Stdout(b)) => {
+                let _ = stdout.write_all(&b);
+                let _ = stdout.flush();
+                sink.stdout(&b)?
+            }
+            Ok(Msg::Stderr(b)) => {
+                let _ = stderr.write_all(&b);
+                sink.stderr(&b)?
+            }
+            Ok(Msg::Eof) => open -= 1,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if last_tick.elapsed() >= Duration::from_millis(100) {
+            sink.tick()?;
+            last_tick = Instant::now();
+        }
+        if exit.is_none() {
+            let mut st = 0;
+            // SAFETY: waiting for our own child.
+            let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
+            if r == pid {
+                exit = Some(decode_status(st));
+                exited_at = Some(Instant::now());
+            } else if stuck.is_none() {
+                if let Some(report) = wd.check() {
+                    stuck = Some(report);
+                    // SAFETY: killing our own child.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+        } else if exited_at.unwrap().elapsed() > Duration::from_secs(2) {
+            // Descendants keep our pipes open; stop waiting for them.
+            break;
+        }
+    }
+    if exit.is_none() {
+        let mut st = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut st, 0) };
+        exit = Some(decode_status(st));
+    }
+    // Drain what is still queued.
+    while let Ok(m) = rx.try_recv() {
+        match m {
+            Msg::Events(b) => sink.events(&b)?,
+            Msg::Stdout(b) => {
+                let _ = stdout.write_all(&b);
+                sink.stdout(&b)?
+            }
+            Msg::Stderr(b) => {
+                let _ = stderr.write_all(&b);
+                sink.stderr(&b)?
+            }
+            Msg::Eof => {}
+        }
+    }
+    let _ = stdout.flush();
+    Ok(Ended { exit: exit.unwrap(), wall: start.elapsed(), stuck })
+}
+
+fn decode_status(st: i32) -> reprise_trace::Exit {
+    if libc::WIFSIGNALED(st) {
+        reprise_trace::Exit::Signaled(libc::WTERMSIG(st))
+    } else {
+        reprise_trace::Exit::Exited(libc::WEXITSTATUS(st))
+    }
+}
+
+/// Reads the status region and decides when a replay is stuck.
+struct Watchdog {
+    base: *const u8,
+    timeout: Option<Duration>,
+    last_sig: Vec<(u32, u64)>,
+    stable_since: Instant,
+}
+
+impl Watchdog {
+    fn new(base: *const u8, timeout: Option<Duration>) -> Self {
+        Watchdog { base, timeout, last_sig: Vec::new(), stable_since: Instant::now() }
+    }
+
+    fn slot(&self, i: usize) -> &ThreadStatus {
+        // SAFETY: the region is STATUS_SIZE bytes with MAX_THREADS slots; all fields atomic.
+        unsafe { &*(self.base.add(status_slot_off(i)) as *const ThreadStatus) }
+    }
+
+    fn check(&mut self) -> Option<String> {
+        let timeout = self.timeout?;
+        // SAFETY: the header is at the start of the region.
+        let hdr = unsafe { &*(self.base as *const StatusHeader) };
+        let n = (hdr.nthreads.load(std::sync::atomic::Ordering::Relaxed) as usize).min(MAX_THREADS);
+        let sig: Vec<(u32, u64)> = (0..n)
+            .map(|i| {
+                let s = self.slot(i);
+                (s.state.load(std::sync::atomic::Ordering::Relaxed), s.events.load(std::sync::atomic::Ordering::Relaxed))
+            })
+            .collect();
+        if sig != self.last_sig {
+            self.last_sig = sig;
+            self.stable_since = Instant::now();
+            return None;
+        }
+        let live: Vec<&(u32, u64)> = sig.iter().filter(|(s, _)| *s != ST_NONE && *s != ST_EXITED).collect();
+        let all_waiting = !live.is_empty()
+            && live.iter().all(|(s, _)| matches!(*s, ST_WAIT_TURN | ST_AT_END | ST_BLOCKED | ST_EXIT_WAIT))
+            && live.iter().any(|(s, _)| matches!(*s, ST_WAIT_TURN | ST_EXIT_WAIT | ST_AT_END));
+        let stable = self.stable_since.elapsed();
+        if (all_waiting && stable > Duration::from_millis(1500)) || stable > timeout {
+            let mut r = String::from(if all_waiting {
+                "replay is stuck: every thread waits"
+            } else {
+                "replay made no progress within the timeout"
+            });
+            for (i, (s, e)) in sig.iter().enumerate() {
+                let st = self.slot(i);
+                let what = match *s {
+                    ST_WAIT_TURN => format!(
+                        "waits for its turn on stripe {}, which the trace gives to thread {} next",
+                        st.stripe.load(std::sync::atomic::Ordering::Relaxed),
+                        st.waits_for.load(std::sync::atomic::Ordering::Relaxed)
+                    ),
+                    ST_AT_END => "reached the end of its recorded events".to_string(),
+                    ST_BLOCKED => "is blocked in a lock, barrier or join".to_string(),
+                    ST_EXIT_WAIT => "is ending the process and waits for the others to reach their recorded ends".to_string(),
+                    ST_EXITED => "has exited".to_string(),
+                    ST_RUNNING => "is running".to_string(),
+                    _ => continue,
+                };
+                r.push_str(&format!("\n  thread {i} at event {e} {what}"));
+            }
+            return Some(r);
+        }
+        None
+    }
+}

@@ -1,0 +1,108 @@
+//! `reprise`: deterministic record and replay of multithreaded C/C++ programs.
+//!
+//! Subcommands: `cc`/`c++` (compiler wrappers that instrument and link the runtime),
+//! `record`, `replay`, `info`. Every message of reprise itself goes to stderr prefixed
+//! `reprise:`; record exits with the program's status, replay with the recorded status when
+//! verified and 125 otherwise.
+
+mod cc;
+mod info;
+mod launch;
+mod record;
+mod recording;
+mod replay;
+mod tracedir;
+mod verify;
+
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "reprise", version, about = "Deterministic record and replay of multithreaded C/C++ programs")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Compile and link C with instrumentation and the reprise runtime (wraps gcc; --clang for clang).
+    #[command(disable_help_flag = true)]
+    Cc {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+    /// Compile and link C++ (wraps g++; --clang for clang++).
+    #[command(name = "c++", alias = "cxx", disable_help_flag = true)]
+    Cxx {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+    /// Record a run of PROGRAM.
+    Record {
+        /// Trace file to write (default: a new file in the trace directory).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Recording strategy.
+        #[arg(long, default_value = "leap")]
+        strategy: String,
+        /// Digest checkpoint every N events per thread (1 = verify every event).
+        #[arg(long, default_value_t = 4096)]
+        checkpoint: u64,
+        /// `full` checkpoints every event (same as --checkpoint 1).
+        #[arg(long)]
+        verify: Option<String>,
+        /// The program and its arguments.
+        #[arg(trailing_var_arg = true, required = true)]
+        cmd: Vec<OsString>,
+    },
+    /// Replay a trace (default: the latest) and verify it.
+    Replay {
+        /// Trace file.
+        trace: Option<PathBuf>,
+        /// Inject seeded random delays at callbacks (proves order is enforced, not lucky).
+        #[arg(long, default_value_t = 0)]
+        jitter: u64,
+        /// Give up after this many seconds without progress (default: max(60, 20x the recording)).
+        #[arg(long)]
+        timeout: Option<u64>,
+    },
+    /// Summarise a trace (default: the latest).
+    Info {
+        /// Trace file.
+        trace: Option<PathBuf>,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let is_replay = matches!(cli.cmd, Cmd::Replay { .. });
+    let r = match cli.cmd {
+        Cmd::Cc { args } => cc::run(false, args),
+        Cmd::Cxx { args } => cc::run(true, args),
+        Cmd::Record { output, strategy, checkpoint, verify, cmd } => {
+            let checkpoint = match verify.as_deref() {
+                Some("full") => 1,
+                Some("default") | None => checkpoint,
+                Some(v) => {
+                    eprintln!("reprise: --verify takes `full` or `default`, not `{v}`");
+                    std::process::exit(2);
+                }
+            };
+            record::record(record::RecordOpts { output, strategy, checkpoint, cmd })
+        }
+        Cmd::Replay { trace, jitter, timeout } => {
+            replay::replay(replay::ReplayOpts { trace, jitter, timeout: timeout.map(std::time::Duration::from_secs) })
+        }
+        Cmd::Info { trace } => info::info(trace),
+    };
+    match r {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("reprise: {e:#}");
+            // Replay failures of any kind exit 125 (never a status the program could have).
+            std::process::exit(if is_replay { 125 } else { 1 });
+        }
+    }
+}

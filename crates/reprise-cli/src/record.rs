@@ -1,0 +1,169 @@
+//! `reprise record`: run the program under the runtime and stream a trace.
+
+use crate::launch::{self, Launch, Sink};
+use crate::recording::{record_config, Recording};
+use anyhow::{bail, Context, Result};
+use reprise_trace::{ChunkKind, Footer, Header, TraceWriter};
+use std::io::BufWriter;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Options of `reprise record`.
+pub struct RecordOpts {
+    /// Output path, or the default directory.
+    pub output: Option<PathBuf>,
+    /// Strategy name.
+    pub strategy: String,
+    /// Digest checkpoint interval.
+    pub checkpoint: u64,
+    /// Program and arguments.
+    pub cmd: Vec<std::ffi::OsString>,
+}
+
+/// Resolve the program like execvp would.
+pub fn resolve_exe(prog: &std::ffi::OsStr) -> Result<PathBuf> {
+    let p = Path::new(prog);
+    if prog.as_bytes().contains(&b'/') {
+        if !p.exists() {
+            bail!("{}: no such file", p.display());
+        }
+        return Ok(p.to_path_buf());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for d in std::env::split_paths(&path) {
+        let c = d.join(p);
+        if c.is_file() {
+            return Ok(c);
+        }
+    }
+    bail!("{}: command not found", p.display())
+}
+
+/// Content hash of the executable.
+pub fn exe_hash(p: &Path) -> Result<String> {
+    let b = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
+    Ok(format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&b)))
+}
+
+struct RecordSink {
+    w: TraceWriter<BufWriter<std::fs::File>>,
+    ev: Vec<u8>,
+    out: Vec<u8>,
+    err: Vec<u8>,
+    last: Instant,
+    /// Decoded alongside, to summarise at the end.
+    rec: Recording,
+    pending: Vec<u8>,
+}
+
+impl RecordSink {
+    fn flush(&mut self) -> Result<()> {
+        for (k, buf) in [(ChunkKind::Events, &mut self.ev), (ChunkKind::Stdout, &mut self.out), (ChunkKind::Stderr, &mut self.err)] {
+            if !buf.is_empty() {
+                self.w.write_chunk(k, buf)?;
+                buf.clear();
+            }
+        }
+        self.last = Instant::now();
+        Ok(())
+    }
+}
+
+impl Sink for RecordSink {
+    fn events(&mut self, b: &[u8]) -> Result<()> {
+        self.ev.extend_from_slice(b);
+        self.pending.extend_from_slice(b);
+        let used = self.rec.feed(&self.pending)?;
+        self.pending.drain(..used);
+        if self.ev.len() >= 1 << 20 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+    fn stdout(&mut self, b: &[u8]) -> Result<()> {
+        self.out.extend_from_slice(b);
+        Ok(())
+    }
+    fn stderr(&mut self, b: &[u8]) -> Result<()> {
+        self.err.extend_from_slice(b);
+        Ok(())
+    }
+    fn tick(&mut self) -> Result<()> {
+        // Crash safety: at most ~250 ms of events are only in memory.
+        if self.last.elapsed() > Duration::from_millis(250) {
+            self.flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// Record; returns the shell status to exit with.
+pub fn record(o: RecordOpts) -> Result<i32> {
+    if o.strategy != "leap" {
+        bail!("strategy `{}` is not available in full mode yet (available: leap)", o.strategy);
+    }
+    if o.checkpoint == 0 {
+        bail!("--checkpoint must be at least 1");
+    }
+    let Some(prog) = o.cmd.first() else { bail!("no program given: reprise record -- PROGRAM [ARGS...]") };
+    let exe = resolve_exe(prog)?;
+    let name = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "trace".into());
+    let path = match &o.output {
+        Some(p) => p.clone(),
+        None => crate::tracedir::new_trace(&name)?,
+    };
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: rl is a valid out-parameter.
+    unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut rl) };
+    let env: Vec<Vec<u8>> = std::env::vars_os()
+        .map(|(k, v)| {
+            let mut b = k.into_vec();
+            b.push(b'=');
+            b.extend(v.into_vec());
+            b
+        })
+        .collect();
+    let header = Header {
+        format_version: reprise_trace::TRACE_VERSION,
+        runtime_version: env!("CARGO_PKG_VERSION").into(),
+        strategy: o.strategy.clone(),
+        exe_path: exe.as_os_str().as_bytes().to_vec(),
+        exe_hash: exe_hash(&exe)?,
+        argv: o.cmd.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        env,
+        cwd: cwd.as_os_str().as_bytes().to_vec(),
+        rlimit_stack: (rl.rlim_cur, rl.rlim_max),
+        stripes: reprise_proto::STRIPES as u32,
+        checkpoint_interval: o.checkpoint,
+        created_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        extra: Default::default(),
+    };
+    let f = std::fs::File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    let w = TraceWriter::new(BufWriter::new(f), &header)?;
+    let launch = Launch {
+        exe: header.exe_path.clone(),
+        argv: header.argv.clone(),
+        env: header.env.clone(),
+        cwd: header.cwd.clone(),
+        rlimit_stack: header.rlimit_stack,
+        config: record_config(o.checkpoint),
+        watchdog: None,
+    };
+    let mut sink = RecordSink { w, ev: Vec::new(), out: Vec::new(), err: Vec::new(), last: Instant::now(), rec: Recording::default(), pending: Vec::new() };
+    let ended = launch::run(&launch, &mut sink)?;
+    sink.flush()?;
+    let footer = Footer { exit: ended.exit.clone(), wall_ns: ended.wall.as_nanos() as u64, chunks: 0, raw_bytes: 0 };
+    sink.w.finish(&footer)?;
+    if o.output.is_none() {
+        crate::tracedir::set_latest(&path);
+    }
+    if sink.rec.frames == 0 {
+        eprintln!("reprise: warning: the program reported no events: was it built with `reprise cc`? The trace cannot be replayed.");
+    } else if sink.rec.end.is_none() {
+        eprintln!("reprise: warning: the runtime did not see the process end (killed, _exit or exec?); the trace is partial");
+    }
+    eprintln!("reprise: trace saved to {}", path.display());
+    Ok(ended.exit.shell_status())
+}

@@ -1,0 +1,184 @@
+//! What one run produced, decoded from the runtime's frames: the access vectors, each
+//! thread's records, the final event counts and the process end. The same type describes a
+//! trace (record side) and a replay's re-recording, so verification compares like with like.
+//! Also builds the replay config memfd the runtime maps.
+
+use anyhow::{bail, Result};
+use reprise_proto::*;
+use std::collections::BTreeMap;
+
+/// Records of one thread.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ThreadRec {
+    /// (parent, nth) from its start record.
+    pub start: Option<(u32, u32)>,
+    /// Nondeterministic results in order.
+    pub results: Vec<Pair>,
+    /// Digest checkpoints in order.
+    pub digests: Vec<Pair>,
+}
+
+/// Everything the runtime reported for one run.
+#[derive(Debug, Default, Clone)]
+pub struct Recording {
+    /// Access vector of each stripe (run-length entries, adjacent runs merged).
+    pub vectors: BTreeMap<u32, Vec<VecEntry>>,
+    /// Per-thread records.
+    pub threads: BTreeMap<u32, ThreadRec>,
+    /// How the process ended and every thread's final event count.
+    pub end: Option<(ProcessEnd, BTreeMap<u32, u64>)>,
+    /// A divergence reported by the runtime (replay only).
+    pub diverged: Option<(u32, u64, String)>,
+    /// Frames seen.
+    pub frames: u64,
+}
+
+impl Recording {
+    /// Feed raw channel bytes; returns how many were consumed (the rest is a partial frame).
+    pub fn feed(&mut self, buf: &[u8]) -> Result<usize> {
+        let (frames, used) = decode_frames(buf)?;
+        for f in frames {
+            self.apply(f);
+        }
+        Ok(used)
+    }
+
+    fn apply(&mut self, f: Frame) {
+        self.frames += 1;
+        match f {
+            Frame::Stripe { stripe, entries } => {
+                let v = self.vectors.entry(stripe).or_default();
+                for e in entries {
+                    match v.last_mut() {
+                        Some(l) if l.tid == e.tid && (l.count as u64 + e.count as u64) <= u32::MAX as u64 => l.count += e.count,
+                        _ => v.push(e),
+                    }
+                }
+            }
+            Frame::Thread { tid, records } => {
+                let t = self.threads.entry(tid).or_default();
+                for r in records {
+                    match r {
+                        Record::Start { parent, nth } => t.start = Some((parent, nth)),
+                        Record::Result(p) => t.results.push(p),
+                        Record::Digest(p) => t.digests.push(p),
+                    }
+                }
+            }
+            Frame::End { end, finals } => {
+                let e = self.end.get_or_insert((end, BTreeMap::new()));
+                e.0 = end;
+                e.1.extend(finals);
+            }
+            Frame::Diverge { tid, event, message } => {
+                if self.diverged.is_none() {
+                    self.diverged = Some((tid, event, message));
+                }
+            }
+        }
+    }
+
+    /// Decode a whole event stream.
+    pub fn from_bytes(buf: &[u8]) -> Result<Recording> {
+        let mut r = Recording::default();
+        let used = r.feed(buf)?;
+        if used != buf.len() {
+            bail!("the event stream ends inside a frame (byte {used} of {})", buf.len());
+        }
+        Ok(r)
+    }
+
+    /// Total events (sum of final counts), when the end was recorded.
+    pub fn total_events(&self) -> u64 {
+        self.end.as_ref().map(|(_, f)| f.values().sum()).unwrap_or(0)
+    }
+
+    /// Total vector entries (runs) over all stripes.
+    pub fn vector_runs(&self) -> usize {
+        self.vectors.values().map(|v| v.len()).sum()
+    }
+
+    /// Number of threads the run had.
+    pub fn nthreads(&self) -> u32 {
+        let a = self.threads.keys().next_back().map(|t| t + 1).unwrap_or(0);
+        let b = self.end.as_ref().and_then(|(_, f)| f.keys().next_back().map(|t| t + 1)).unwrap_or(0);
+        a.max(b)
+    }
+
+    /// Build the replay config memfd contents for this recording.
+    pub fn replay_config(&self, checkpoint: u64, jitter: u64) -> Vec<u8> {
+        fn put<T: Copy>(out: &mut Vec<u8>, v: &T) {
+            // Plain-old-data repr(C) structs of the protocol, written in native layout for
+            // the runtime on this same machine.
+            let b = unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) };
+            out.extend_from_slice(b);
+        }
+        let nthreads = self.nthreads();
+        let hdr_len = std::mem::size_of::<ConfigHeader>().next_multiple_of(8);
+        let sidx_off = hdr_len;
+        let tidx_off = sidx_off + STRIPES * std::mem::size_of::<StripeIndex>();
+        let data_off = tidx_off + nthreads as usize * std::mem::size_of::<ThreadIndex>();
+        let mut data: Vec<u8> = Vec::new();
+        let mut sidx = vec![StripeIndex::default(); STRIPES];
+        for (s, v) in &self.vectors {
+            sidx[*s as usize] = StripeIndex { off: (data_off + data.len()) as u64, len: v.len() as u64 };
+            for e in v {
+                put(&mut data, e);
+            }
+        }
+        let mut tidx = vec![ThreadIndex::default(); nthreads as usize];
+        let finals = self.end.as_ref().map(|e| e.1.clone()).unwrap_or_default();
+        for t in 0..nthreads {
+            let rec = self.threads.get(&t).cloned().unwrap_or_default();
+            let ti = &mut tidx[t as usize];
+            ti.results_off = (data_off + data.len()) as u64;
+            ti.results_len = rec.results.len() as u64;
+            for p in &rec.results {
+                put(&mut data, p);
+            }
+            ti.digests_off = (data_off + data.len()) as u64;
+            ti.digests_len = rec.digests.len() as u64;
+            for p in &rec.digests {
+                put(&mut data, p);
+            }
+            ti.final_events = finals.get(&t).copied().unwrap_or(0);
+        }
+        let hdr = ConfigHeader {
+            magic: CONFIG_MAGIC,
+            version: PROTO_VERSION,
+            mode: Mode::Replay as u32,
+            checkpoint_interval: checkpoint,
+            jitter_seed: jitter,
+            stripes: STRIPES as u32,
+            nthreads,
+            stripe_index_off: sidx_off as u64,
+            thread_index_off: tidx_off as u64,
+            end: self.end.as_ref().map(|e| e.0).unwrap_or_default(),
+        };
+        let mut out = Vec::with_capacity(data_off + data.len());
+        put(&mut out, &hdr);
+        out.resize(hdr_len, 0);
+        for s in &sidx {
+            put(&mut out, s);
+        }
+        for t in &tidx {
+            put(&mut out, t);
+        }
+        out.extend_from_slice(&data);
+        out
+    }
+}
+
+/// The config of a recording run.
+pub fn record_config(checkpoint: u64) -> Vec<u8> {
+    let hdr = ConfigHeader {
+        magic: CONFIG_MAGIC,
+        version: PROTO_VERSION,
+        mode: Mode::Record as u32,
+        checkpoint_interval: checkpoint,
+        stripes: STRIPES as u32,
+        ..Default::default()
+    };
+    // SAFETY: ConfigHeader is repr(C) plain data.
+    unsafe { std::slice::from_raw_parts(&hdr as *const _ as *const u8, std::mem::size_of::<ConfigHeader>()) }.to_vec()
+}

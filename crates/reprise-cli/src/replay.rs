@@ -1,0 +1,126 @@
+//! `reprise replay`: run the program again under the recorded schedule, reproduce its output,
+//! and verify.
+
+use crate::launch::{self, Launch, Sink};
+use crate::recording::Recording;
+use crate::verify::{self, RunOutput};
+use anyhow::{Context, Result};
+use reprise_trace::{ChunkKind, TraceReader};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Options of `reprise replay`.
+pub struct ReplayOpts {
+    /// Trace path (None: the latest).
+    pub trace: Option<PathBuf>,
+    /// Seed of random delays at callbacks (0: none).
+    pub jitter: u64,
+    /// Timeout without progress.
+    pub timeout: Option<Duration>,
+}
+
+/// Failure that ends a replay with status 125.
+#[derive(Debug)]
+pub struct Fail(pub String);
+impl std::fmt::Display for Fail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for Fail {}
+
+fn fail<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Fail(msg.into()).into())
+}
+
+#[derive(Default)]
+struct ReplaySink {
+    rec: Recording,
+    pending: Vec<u8>,
+    out: Vec<u8>,
+    err: Vec<u8>,
+}
+
+impl Sink for ReplaySink {
+    fn events(&mut self, b: &[u8]) -> Result<()> {
+        self.pending.extend_from_slice(b);
+        let used = self.rec.feed(&self.pending).map_err(|e| Fail(format!("the replay's event stream is corrupt: {e}")))?;
+        self.pending.drain(..used);
+        Ok(())
+    }
+    fn stdout(&mut self, b: &[u8]) -> Result<()> {
+        self.out.extend_from_slice(b);
+        Ok(())
+    }
+    fn stderr(&mut self, b: &[u8]) -> Result<()> {
+        self.err.extend_from_slice(b);
+        Ok(())
+    }
+}
+
+/// Load a trace fully: header, decoded recording, outputs, footer.
+pub fn load(path: &std::path::Path) -> Result<(reprise_trace::Header, Recording, Vec<u8>, Vec<u8>, reprise_trace::Footer)> {
+    let reader = TraceReader::open(path).map_err(|e| Fail(format!("{}: {e}", path.display())))?;
+    let (header, chunks, footer) = reader.read_all().map_err(|e| Fail(format!("{}: {e}", path.display())))?;
+    let (mut ev, mut out, mut err) = (Vec::new(), Vec::new(), Vec::new());
+    for c in chunks {
+        match c.kind {
+            ChunkKind::Events => ev.extend_from_slice(&c.data),
+            ChunkKind::Stdout => out.extend_from_slice(&c.data),
+            ChunkKind::Stderr => err.extend_from_slice(&c.data),
+        }
+    }
+    let rec = Recording::from_bytes(&ev).map_err(|e| Fail(format!("{}: events are corrupt: {e}", path.display())))?;
+    Ok((header, rec, out, err, footer))
+}
+
+/// Replay; returns the shell status to exit with.
+pub fn replay(o: ReplayOpts) -> Result<i32> {
+    let path = crate::tracedir::resolve(o.trace.clone())?;
+    let (header, rec, out, err, footer) = load(&path)?;
+    if rec.frames == 0 {
+        return fail("the trace holds no runtime events: the program was not built with `reprise cc`");
+    }
+    if header.strategy != "leap" {
+        return fail(format!("the trace was recorded with strategy `{}`, which this reprise cannot replay", header.strategy));
+    }
+    let exe = PathBuf::from(std::ffi::OsStr::from_bytes_compat(&header.exe_path));
+    let hash = crate::record::exe_hash(&exe).map_err(|e| Fail(format!("the recorded program is missing: {e}")))?;
+    if hash != header.exe_hash {
+        return fail(format!("{} changed since the recording (content hash {} now, {} recorded): rebuild it as it was or record again", exe.display(), hash, header.exe_hash));
+    }
+    let timeout = o.timeout.unwrap_or_else(|| Duration::from_secs(60).max(Duration::from_nanos(footer.wall_ns) * 20));
+    let launch = Launch {
+        exe: header.exe_path.clone(),
+        argv: header.argv.clone(),
+        env: header.env.clone(),
+        cwd: header.cwd.clone(),
+        rlimit_stack: header.rlimit_stack,
+        config: rec.replay_config(header.checkpoint_interval, o.jitter),
+        watchdog: Some(timeout),
+    };
+    let mut sink = ReplaySink::default();
+    let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
+    if let Some((tid, event, msg)) = &sink.rec.diverged {
+        return fail(format!("replay diverged at thread {tid} event {event}: {msg}"));
+    }
+    if let Some(report) = ended.stuck {
+        return fail(report);
+    }
+    let a = RunOutput { rec: &rec, stdout: &out, stderr: &err, exit: &footer.exit };
+    let b = RunOutput { rec: &sink.rec, stdout: &sink.out, stderr: &sink.err, exit: &ended.exit };
+    if let Err(why) = verify::compare(&a, &b) {
+        return fail(format!("replay diverged: {why}"));
+    }
+    eprintln!("reprise: replay verified ({} events, {} threads)", rec.total_events(), rec.nthreads());
+    Ok(footer.exit.shell_status())
+}
+
+trait FromBytesCompat {
+    fn from_bytes_compat(b: &[u8]) -> &std::ffi::OsStr;
+}
+impl FromBytesCompat for std::ffi::OsStr {
+    fn from_bytes_compat(b: &[u8]) -> &std::ffi::OsStr {
+        std::os::unix::ffi::OsStrExt::from_bytes(b)
+    }
+}

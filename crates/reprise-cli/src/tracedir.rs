@@ -1,0 +1,57 @@
+//! Where traces live by default: `$REPRISE_TRACE_DIR`, else `$XDG_DATA_HOME/reprise`, else
+//! `~/.local/share/reprise` (like rr). Each recording gets `NAME-N.trace`; `latest-trace`
+//! points at the newest, which `reprise replay` and `reprise info` take without an argument.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+
+/// The trace directory (created if missing).
+pub fn dir() -> Result<PathBuf> {
+    let d = if let Some(d) = std::env::var_os("REPRISE_TRACE_DIR") {
+        PathBuf::from(d)
+    } else if let Some(d) = std::env::var_os("XDG_DATA_HOME") {
+        PathBuf::from(d).join("reprise")
+    } else if let Some(h) = std::env::var_os("HOME") {
+        PathBuf::from(h).join(".local/share/reprise")
+    } else {
+        bail!("no trace directory: set REPRISE_TRACE_DIR or HOME")
+    };
+    std::fs::create_dir_all(&d).with_context(|| format!("cannot create the trace directory {}", d.display()))?;
+    Ok(d)
+}
+
+/// A fresh trace path for a program named `name`.
+pub fn new_trace(name: &str) -> Result<PathBuf> {
+    let d = dir()?;
+    for n in 0.. {
+        let p = d.join(format!("{name}-{n}.trace"));
+        if std::fs::OpenOptions::new().write(true).create_new(true).open(&p).is_ok() {
+            return Ok(p);
+        }
+    }
+    unreachable!()
+}
+
+/// Point `latest-trace` at `p`.
+pub fn set_latest(p: &Path) {
+    if let Ok(d) = dir() {
+        let link = d.join("latest-trace");
+        let tmp = d.join(format!(".latest-{}", std::process::id()));
+        let target = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        if std::os::unix::fs::symlink(&target, &tmp).is_ok() {
+            let _ = std::fs::rename(&tmp, &link);
+        }
+    }
+}
+
+/// The trace named by the user, or the latest.
+pub fn resolve(arg: Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(p) = arg {
+        if p.is_dir() {
+            bail!("{} is a directory, not a trace", p.display());
+        }
+        return Ok(p);
+    }
+    let link = dir()?.join("latest-trace");
+    std::fs::canonicalize(&link).with_context(|| format!("no trace given and no latest trace in {}", dir().map(|d| d.display().to_string()).unwrap_or_default()))
+}

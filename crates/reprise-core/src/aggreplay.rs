@@ -1,0 +1,281 @@
+//! AggrePlay (seed 000): write lists `W_x`, write-read lists `WR_x`, per-thread read-write lists
+//! `EX_t` of read-count (RC) vector clocks, lock lists `L_m`; optimisations O1-O3 (section 5.9).
+//!
+//! Record (algorithm 1): a read increments `RC_t.x[t]` and, when the last write to `x` is another
+//! thread's, appends `<lw, e>` to `WR_x`; a write refreshes `RC_t.x` from every other thread's own
+//! count (`updateReadVectors`), appends `<RC_t.x, e>` to `EX_t` (or a null line Θ, O1/O2), and
+//! appends `e` to `W_x`; a lock acquisition appends the thread to `L_m`.
+//! Replay (algorithm 2): a write waits until it is the head of `W_x` and `checkReads` holds (every
+//! thread's read count on `x` has reached the recorded vector, or the head of `EX_t` is Θ); a read
+//! whose `<lw, e>` is in `WR_x` waits until the last replayed write of `x` is `lw`; an acquisition
+//! waits until its thread heads `L_m`.
+//!
+//! Readings chosen where the extracted text is ambiguous (each keeps replay faithful):
+//! - `WR_x` holds only inter-thread pairs: figure 5 lists `WRz = <e6⇝e7>` but not `e6⇝e8`
+//!   (same thread) and no pair for reads of the initial value. At replay a read consults the first
+//!   pair *of its own event* (the log stores `e`): read literally, line 19 of algorithm 2 compares
+//!   only `lw` with the head of `WR_x`, which would make every read of `x` wait for pairs of other
+//!   threads and block reads that have no pair forever.
+//! - RC vectors are per thread *and* location (`RC_t.x`, figure 5 `t1.z`), also at replay
+//!   (algorithm 2 writes `RC_t`, dropping the `.x`).
+//! - O1 and O2 are one rule: `updateReadVectors` only changes other threads' entries, so the
+//!   vector is recorded iff another thread's entry changed; otherwise Θ. (O2's "only the executing
+//!   thread's value changed" is then the case of own reads since the last write.)
+//! - O3: the vector is written as run-length pairs `<c,d>` (value, number of consecutive threads
+//!   with it), which is how `init(EX_t)` can resolve it back to a vector.
+//! - An atomic RMW is a write (it is ordered in `W_x`; the value it reads is the previous entry).
+//! - Fork/join are not ordered by AggrePlay; thread identity comes from `<a,b>` (5.4).
+//!
+//! Log encoding (5.5): events `<a,b>` = thread id (u32) + thread-local counter (u64); `W_x` and
+//! `WR_x` per location with an 8-byte id and a length; `EX_t` entries Θ = 1 byte, else 1 tag byte,
+//! a pair count, `<c,d>` pairs of two u32 and the write event; `L_m` thread ids (u32).
+
+use crate::event::{enc, Event, EventId, Loc, LockId, Op, ThreadId};
+use crate::strategy::{LogSize, Recorder, Replayer, Strategy};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// An entry of `EX_t`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExEntry {
+    /// Θ: the RC vector did not change at this write (O1/O2).
+    Null,
+    /// `<RC_t.x, e>`: the refreshed RC vector (indexed by thread id) and the write event.
+    Rc(Vec<u32>, EventId),
+}
+
+/// AggrePlay's log (the figure 5 lists plus the thread abstraction).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AggrePlayLog {
+    /// `W_x`: writes per location in order.
+    pub w: BTreeMap<Loc, Vec<EventId>>,
+    /// `WR_x`: inter-thread `<lw, e>` pairs per location.
+    pub wr: BTreeMap<Loc, Vec<(EventId, EventId)>>,
+    /// `EX_t`: per thread, one entry per write in program order.
+    pub ex: BTreeMap<ThreadId, Vec<ExEntry>>,
+    /// `L_m`: acquiring threads per lock.
+    pub l: BTreeMap<LockId, Vec<ThreadId>>,
+}
+
+/// Run-length pairs `<c,d>` of an RC vector (O3).
+pub fn o3_pairs(rc: &[u32]) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for &c in rc {
+        match out.last_mut() {
+            Some((v, d)) if *v == c => *d += 1,
+            _ => out.push((c, 1)),
+        }
+    }
+    out
+}
+
+impl LogSize for AggrePlayLog {
+    fn size_bytes(&self) -> usize {
+        let ev = enc::TID + enc::CNT;
+        let w: usize = self.w.values().map(|v| enc::OBJ + enc::LEN + v.len() * ev).sum();
+        let wr: usize = self.wr.values().map(|v| enc::OBJ + enc::LEN + v.len() * 2 * ev).sum();
+        let ex: usize = self
+            .ex
+            .values()
+            .map(|v| {
+                enc::TID
+                    + enc::LEN
+                    + v.iter()
+                        .map(|e| match e {
+                            ExEntry::Null => 1,
+                            ExEntry::Rc(rc, _) => 1 + enc::LEN + o3_pairs(rc).len() * 8 + ev,
+                        })
+                        .sum::<usize>()
+            })
+            .sum();
+        let l: usize = self.l.values().map(|v| enc::OBJ + enc::LEN + v.len() * enc::TID).sum();
+        w + wr + ex + l
+    }
+}
+
+/// The AggrePlay strategy.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AggrePlay;
+
+fn slot(v: &mut Vec<u32>, t: ThreadId) -> &mut u32 {
+    if v.len() <= t as usize {
+        v.resize(t as usize + 1, 0);
+    }
+    &mut v[t as usize]
+}
+
+fn get(v: &[u32], t: usize) -> u32 {
+    v.get(t).copied().unwrap_or(0)
+}
+
+/// AggrePlay record side (algorithm 1 with O1-O3).
+#[derive(Clone, Debug, Default)]
+pub struct AggrePlayRecorder {
+    log: AggrePlayLog,
+    counter: HashMap<ThreadId, u64>,
+    /// `RC_t.x`, indexed by (t, x).
+    rc: HashMap<(ThreadId, Loc), Vec<u32>>,
+    last_write: HashMap<Loc, EventId>,
+    nthreads: u32,
+}
+
+impl AggrePlayRecorder {
+    fn own(&self, t: ThreadId, x: Loc) -> u32 {
+        self.rc.get(&(t, x)).map_or(0, |v| get(v, t as usize))
+    }
+}
+
+impl Recorder for AggrePlayRecorder {
+    type Log = AggrePlayLog;
+    fn observe(&mut self, ev: &Event) {
+        let t = ev.thread;
+        self.nthreads = self.nthreads.max(t + 1);
+        let c = self.counter.entry(t).or_insert(0);
+        *c += 1;
+        let e = EventId::new(t, *c);
+        match ev.op {
+            Op::Write(x) | Op::Rmw(x) => {
+                // updateReadVectors (lines 20-25) with O1/O2.
+                let others: Vec<(ThreadId, u32)> =
+                    (0..self.nthreads).filter(|&u| u != t).map(|u| (u, self.own(u, x))).collect();
+                let rc = self.rc.entry((t, x)).or_default();
+                let mut changed = false;
+                for (u, n) in others {
+                    if n > 0 && get(rc, u as usize) != n {
+                        *slot(rc, u) = n;
+                        changed = true;
+                    }
+                }
+                let entry = if changed {
+                    let mut v = rc.clone();
+                    v.resize(self.nthreads as usize, 0);
+                    ExEntry::Rc(v, e)
+                } else {
+                    ExEntry::Null
+                };
+                self.log.ex.entry(t).or_default().push(entry);
+                self.log.w.entry(x).or_default().push(e);
+                self.last_write.insert(x, e);
+            }
+            Op::Read(x) => {
+                *slot(self.rc.entry((t, x)).or_default(), t) += 1;
+                if let Some(&lw) = self.last_write.get(&x) {
+                    if lw.thread != t {
+                        self.log.wr.entry(x).or_default().push((lw, e));
+                    }
+                }
+            }
+            Op::Acquire(m) => self.log.l.entry(m).or_default().push(t),
+            Op::Fork(u) => self.nthreads = self.nthreads.max(u + 1),
+            Op::Release(_) | Op::Join(_) => {}
+        }
+    }
+    fn finish(self) -> AggrePlayLog {
+        self.log
+    }
+}
+
+/// AggrePlay replay side (algorithm 2).
+#[derive(Clone, Debug, Default)]
+pub struct AggrePlayReplayer {
+    w: HashMap<Loc, VecDeque<EventId>>,
+    /// `WR_x` split by reading thread, so each read finds its own pair.
+    wr: HashMap<(Loc, ThreadId), VecDeque<(EventId, EventId)>>,
+    ex: HashMap<ThreadId, VecDeque<ExEntry>>,
+    l: HashMap<LockId, VecDeque<ThreadId>>,
+    counter: HashMap<ThreadId, u64>,
+    /// Own read count per (thread, location): `RC_t'.x[t']`.
+    reads: HashMap<(ThreadId, Loc), u32>,
+    /// `repW_x`'s last element.
+    last_write: HashMap<Loc, EventId>,
+}
+
+impl AggrePlayReplayer {
+    fn next_id(&self, t: ThreadId) -> EventId {
+        EventId::new(t, self.counter.get(&t).copied().unwrap_or(0) + 1)
+    }
+    fn check_reads(&self, t: ThreadId, x: Loc) -> bool {
+        match self.ex.get(&t).and_then(|q| q.front()) {
+            None => false,
+            Some(ExEntry::Null) => true,
+            Some(ExEntry::Rc(rc, _)) => rc.iter().enumerate().all(|(u, &n)| {
+                self.reads.get(&(u as ThreadId, x)).copied().unwrap_or(0) >= n
+            }),
+        }
+    }
+}
+
+impl Replayer for AggrePlayReplayer {
+    fn may_proceed(&self, t: ThreadId, op: &Op) -> bool {
+        let e = self.next_id(t);
+        match *op {
+            Op::Write(x) | Op::Rmw(x) => {
+                self.w.get(&x).and_then(|q| q.front()) == Some(&e) && self.check_reads(t, x)
+            }
+            Op::Read(x) => match self.wr.get(&(x, t)).and_then(|q| q.front()) {
+                Some(&(lw, re)) if re == e => self.last_write.get(&x) == Some(&lw),
+                _ => true,
+            },
+            Op::Acquire(m) => self.l.get(&m).and_then(|q| q.front()) == Some(&t),
+            _ => true,
+        }
+    }
+    fn proceed(&mut self, t: ThreadId, op: &Op) {
+        let e = self.next_id(t);
+        *self.counter.entry(t).or_insert(0) += 1;
+        match *op {
+            Op::Write(x) | Op::Rmw(x) => {
+                if let Some(q) = self.w.get_mut(&x) {
+                    q.pop_front();
+                }
+                if let Some(q) = self.ex.get_mut(&t) {
+                    q.pop_front();
+                }
+                self.last_write.insert(x, e);
+            }
+            Op::Read(x) => {
+                *self.reads.entry((t, x)).or_insert(0) += 1;
+                if let Some(q) = self.wr.get_mut(&(x, t)) {
+                    if q.front().map(|p| p.1) == Some(e) {
+                        q.pop_front();
+                    }
+                }
+            }
+            Op::Acquire(m) => {
+                if let Some(q) = self.l.get_mut(&m) {
+                    q.pop_front();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Strategy for AggrePlay {
+    type Log = AggrePlayLog;
+    type Recorder = AggrePlayRecorder;
+    type Replayer = AggrePlayReplayer;
+    fn name(&self) -> &'static str {
+        "aggreplay"
+    }
+    fn recorder(&self) -> AggrePlayRecorder {
+        AggrePlayRecorder::default()
+    }
+    fn replayer(&self, log: &AggrePlayLog) -> AggrePlayReplayer {
+        let mut r = AggrePlayReplayer::default();
+        for (&x, v) in &log.w {
+            r.w.insert(x, v.iter().copied().collect());
+        }
+        for (&x, v) in &log.wr {
+            for &p in v {
+                r.wr.entry((x, p.1.thread)).or_default().push_back(p);
+            }
+        }
+        for (&t, v) in &log.ex {
+            r.ex.insert(t, v.iter().cloned().collect());
+        }
+        for (&m, v) in &log.l {
+            r.l.insert(m, v.iter().copied().collect());
+        }
+        r
+    }
+}

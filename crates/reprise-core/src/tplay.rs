@@ -1,0 +1,576 @@
+//! TPLAY (seed 003): transactions, transactional interleavings (`dSet`), read-write records with RC
+//! vectors (`rwSet`), RegionTrack-style atomicity violations with vector clocks (section II-D) and
+//! the artificial interleavings `aSet`/`bSet` that replace a violated transactional interleaving.
+//!
+//! A transaction (definition 1) starts at a write that is a thread's first event or follows a read,
+//! and runs until the read before the next such write; events before a thread's first write belong
+//! to transaction 0 (algorithm 1 leaves `trID` at 0 for them). Records are 4-tuples
+//! `<a,b,c,d>` = (source thread, source transaction or event, sink thread, sink transaction or
+//! event) and `<RC, a, b>` for read-write records (V-C).
+//!
+//! Replay (algorithm 2), per sink thread, each list used as a queue whose head alone is examined:
+//! - `bSet` (`checkEvent`, reads and writes): the recorded event waits until the source thread's
+//!   transaction id is *greater* than the recorded one (the source transaction is complete);
+//! - `aSet` (`checkAv`, reads and writes): the recorded sink transaction waits until the source
+//!   thread's current event is past the recorded event;
+//! - `rwSet` (`checkRW`, writes): every thread's read count must reach the recorded RC vector;
+//! - `dSet` (writes and lock acquisitions): the sink transaction waits until the source thread's
+//!   transaction id is *at least* the recorded one (line 8, `>=`).
+//!
+//! Readings chosen where the extracted text is garbled or ambiguous:
+//! - `Ψ := read` in `onRead` (line 15 prints `write`, contradicting definition 1 and the example).
+//! - In `onWrite` the transaction id used for the checks is the one the write belongs to (lines
+//!   11-12 increment after the check, which would let the first write of `tr2` in the example run
+//!   before `tr1`, contrary to the paper's replay narrative).
+//! - `rwSet` records only when another thread's entry changed ("not recorded on e8 since the values
+//!   in RC_t3 have not changed"); at replay a record applies to writes of its transaction or later
+//!   (line 31 compares with `rwSet_t[0]` regardless of transaction, which would pop records early).
+//! - A write-write interleaving is not added to `dSet` when the RC vector recorded at the same
+//!   write already orders the last writer's thread after that write (it read after it). This is
+//!   the only reading that reproduces the example: `e1⇝e7` and `e8⇝e13` are absent from the
+//!   published `dSet`, while `e4⇝e8` (no RC record at `e8`) is present until the violation.
+//! - Atomicity violations: happens-before includes program order, lock release→acquire, fork/join
+//!   and the conflict edges w→r, w→w, r→w (RegionTrack's region conflicts). At event `e` of
+//!   transaction `tx` with an incoming conflict or lock edge from `s`, a violation is reported when
+//!   `VC(tx.begin) ≤ VC(s)`; at most one per transaction (the example reports `e11` but not `e12`).
+//!   `θ` of line 28 is the source of the violating edge.
+//! - On a violation the transactional interleaving `θ.tr ⇝ tx` is replaced by the `bSet` record (it
+//!   orders the whole source transaction before `e`, hence before the rest of `tx`), so later
+//!   events of `tx` do not add it to `dSet` again ("removes any recorded TI associated with the
+//!   two events").
+//! - `checkAv` pops `aSet` (line 43 prints `bSet`); "current event greater than the recorded
+//!   event" means the source thread has entered the callback of a later event (or exited).
+//! - A finished thread counts as having a transaction id greater than all of its transactions.
+//! - An atomic RMW is a write; lock acquisitions neither start transactions nor change `Ψ`.
+//!
+//! Log encoding (V-C): 4-tuples of u32, u64, u32, u64; `<RC,a,b>` as one u32 per thread, a u32
+//! and a u64; a length per list and thread.
+
+use crate::event::{enc, Event, Loc, LockId, Op, ThreadId};
+use crate::strategy::{LogSize, Recorder, Replayer, Strategy};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+/// An interleaving record `<a,b,c,d>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Inter {
+    /// Source thread.
+    pub src: ThreadId,
+    /// Source transaction id (`dSet`, `bSet`) or event index (`aSet`).
+    pub src_id: u64,
+    /// Sink thread.
+    pub sink: ThreadId,
+    /// Sink transaction id (`dSet`, `aSet`) or event index (`bSet`).
+    pub sink_id: u64,
+}
+
+impl Inter {
+    /// Shorthand constructor.
+    pub fn new(src: ThreadId, src_id: u64, sink: ThreadId, sink_id: u64) -> Self {
+        Inter { src, src_id, sink, sink_id }
+    }
+}
+
+/// A read-write record `<RC, a, b>`: RC vector, sink thread, sink transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RwRec {
+    /// Read counts of every thread, indexed by thread id.
+    pub rc: Vec<u32>,
+    /// The writing thread.
+    pub thread: ThreadId,
+    /// Its transaction.
+    pub tr: u64,
+}
+
+/// Counters of table IV.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TplayStats {
+    /// Transactions created.
+    pub transactions: u64,
+    /// Transactional interleavings in the final `dSet`.
+    pub interleavings: u64,
+    /// Atomicity violations reported.
+    pub violations: u64,
+}
+
+/// TPLAY's log, indexed by sink thread.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TplayLog {
+    /// Transactional interleavings.
+    pub dset: BTreeMap<ThreadId, Vec<Inter>>,
+    /// Read-write records.
+    pub rwset: BTreeMap<ThreadId, Vec<RwRec>>,
+    /// Artificial interleavings `<t, e', t', tr'>` (source event before sink transaction).
+    pub aset: BTreeMap<ThreadId, Vec<Inter>>,
+    /// Event interleavings `<t', tr', t, e>` (source transaction before sink event).
+    pub bset: BTreeMap<ThreadId, Vec<Inter>>,
+    /// Counters.
+    pub stats: TplayStats,
+}
+
+impl LogSize for TplayLog {
+    fn size_bytes(&self) -> usize {
+        let quad = 2 * (enc::TID + enc::CNT);
+        let lists = |m: &BTreeMap<ThreadId, Vec<Inter>>| -> usize {
+            m.values().map(|v| enc::TID + enc::LEN + v.len() * quad).sum()
+        };
+        let rw: usize = self
+            .rwset
+            .values()
+            .map(|v| {
+                enc::TID
+                    + enc::LEN
+                    + v.iter().map(|r| r.rc.len() * enc::RC + enc::TID + enc::CNT).sum::<usize>()
+            })
+            .sum();
+        lists(&self.dset) + lists(&self.aset) + lists(&self.bset) + rw
+    }
+}
+
+/// The TPLAY strategy.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tplay;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Psi {
+    None,
+    Read,
+    Write,
+}
+
+#[derive(Clone, Debug)]
+struct RThread {
+    rc: Vec<u32>,
+    psi: Psi,
+    tr: u64,
+    counter: u64,
+    vc: Vec<u32>,
+    begin_vc: Vec<u32>,
+    av_reported: bool,
+    /// Source transactions whose interleavings into the current transaction a `bSet` record covers.
+    covered: HashSet<(ThreadId, u64)>,
+}
+
+impl RThread {
+    fn new(vc: Vec<u32>) -> Self {
+        RThread {
+            rc: Vec::new(),
+            psi: Psi::None,
+            tr: 0,
+            counter: 0,
+            vc,
+            begin_vc: Vec::new(),
+            av_reported: false,
+            covered: HashSet::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Src {
+    t: ThreadId,
+    tr: u64,
+    vc: Vec<u32>,
+}
+
+#[derive(Clone, Debug)]
+struct LastWrite {
+    src: Src,
+    own_reads: u32,
+}
+
+fn at(v: &[u32], i: ThreadId) -> u32 {
+    v.get(i as usize).copied().unwrap_or(0)
+}
+fn set(v: &mut Vec<u32>, i: ThreadId, x: u32) {
+    if v.len() <= i as usize {
+        v.resize(i as usize + 1, 0);
+    }
+    v[i as usize] = x;
+}
+fn join(a: &mut Vec<u32>, b: &[u32]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, &y) in a.iter_mut().zip(b) {
+        *x = (*x).max(y);
+    }
+}
+fn leq(a: &[u32], b: &[u32]) -> bool {
+    a.iter().enumerate().all(|(i, &x)| x <= at(b, i as ThreadId))
+}
+
+/// TPLAY record side (algorithm 1 with a RegionTrack-style checker).
+#[derive(Clone, Debug, Default)]
+pub struct TplayRecorder {
+    log: TplayLog,
+    threads: HashMap<ThreadId, RThread>,
+    lw: HashMap<Loc, LastWrite>,
+    /// Last read of each thread since the last write, per location (sources of r→w edges).
+    reads: HashMap<Loc, BTreeMap<ThreadId, Src>>,
+    /// `L_m`: last acquisition (thread, transaction) and the release clock.
+    locks: HashMap<LockId, (Src, Option<Vec<u32>>)>,
+    finished: HashMap<ThreadId, Vec<u32>>,
+    nthreads: u32,
+}
+
+impl TplayRecorder {
+    fn thread(&mut self, t: ThreadId) -> &mut RThread {
+        self.threads.entry(t).or_insert_with(|| RThread::new(Vec::new()))
+    }
+
+    fn add_dset(&mut self, t: ThreadId, i: Inter) {
+        if self.threads[&t].covered.contains(&(i.src, i.src_id)) {
+            return;
+        }
+        let v = self.log.dset.entry(t).or_default();
+        if !v.contains(&i) {
+            v.push(i);
+        }
+    }
+
+    /// Check the incoming edges of the current event of `t` for an atomicity violation
+    /// (`VC(tx.begin) ≤ VC(s)`), then join their clocks.
+    fn edges(&mut self, t: ThreadId, sources: &[Src]) {
+        let th = self.threads.get_mut(&t).unwrap();
+        let mut violated: Option<Src> = None;
+        if th.tr >= 1 && !th.av_reported && !th.begin_vc.is_empty() {
+            violated = sources.iter().find(|s| leq(&th.begin_vc, &s.vc)).cloned();
+        }
+        for s in sources {
+            join(&mut th.vc, &s.vc);
+        }
+        if let Some(theta) = violated {
+            self.on_violation(t, theta);
+        }
+    }
+
+    /// `onAtomicityViolation` (lines 27-33).
+    fn on_violation(&mut self, t: ThreadId, theta: Src) {
+        let (tr, e) = {
+            let th = self.threads.get_mut(&t).unwrap();
+            th.av_reported = true;
+            th.covered.insert((theta.t, theta.tr));
+            (th.tr, th.counter)
+        };
+        self.log.stats.violations += 1;
+        let d = self.log.dset.entry(theta.t).or_default();
+        let rev = Inter::new(t, tr, theta.t, theta.tr);
+        if let Some(p) = d.iter().position(|i| *i == rev) {
+            d.remove(p);
+            self.log.aset.entry(theta.t).or_default().push(Inter::new(t, e - 1, theta.t, theta.tr));
+        }
+        // The forward interleaving θ.tr ⇝ tx is carried by the bSet record instead.
+        if let Some(d) = self.log.dset.get_mut(&t) {
+            d.retain(|i| !(i.src == theta.t && i.src_id == theta.tr && i.sink_id == tr));
+        }
+        self.log.bset.entry(t).or_default().push(Inter::new(theta.t, theta.tr, t, e));
+    }
+}
+
+impl Recorder for TplayRecorder {
+    type Log = TplayLog;
+    fn observe(&mut self, ev: &Event) {
+        let t = ev.thread;
+        self.nthreads = self.nthreads.max(t + 1);
+        {
+            let th = self.thread(t);
+            th.counter += 1;
+            let c = at(&th.vc, t) + 1;
+            set(&mut th.vc, t, c);
+        }
+        match ev.op {
+            Op::Write(x) | Op::Rmw(x) => {
+                let th = self.threads.get_mut(&t).unwrap();
+                let begins = matches!(th.psi, Psi::None | Psi::Read);
+                if begins {
+                    th.tr += 1;
+                    th.av_reported = false;
+                    th.covered.clear();
+                    th.begin_vc.clear(); // no check at the begin event itself
+                    self.log.stats.transactions += 1;
+                }
+                let mut sources: Vec<Src> = Vec::new();
+                let lw = self.lw.get(&x).cloned();
+                if let Some(l) = &lw {
+                    if l.src.t != t {
+                        sources.push(l.src.clone());
+                    }
+                }
+                if let Some(r) = self.reads.get(&x) {
+                    sources.extend(r.iter().filter(|(&u, _)| u != t).map(|(_, s)| s.clone()));
+                }
+                self.edges(t, &sources);
+                let n = self.nthreads;
+                let counts: Vec<u32> = (0..n)
+                    .map(|u| self.threads.get(&u).map_or(0, |o| at(&o.rc, u)))
+                    .collect();
+                let th = self.threads.get_mut(&t).unwrap();
+                if begins {
+                    th.begin_vc = th.vc.clone();
+                }
+                // recordRW (lines 23-26).
+                let mut changed = false;
+                for u in 0..n {
+                    if u != t && at(&th.rc, u) != counts[u as usize] {
+                        set(&mut th.rc, u, counts[u as usize]);
+                        changed = true;
+                    }
+                }
+                let tr = th.tr;
+                let mut rc = th.rc.clone();
+                rc.resize(n as usize, 0);
+                let own = at(&rc, t);
+                let vc = th.vc.clone();
+                if changed {
+                    self.log.rwset.entry(t).or_default().push(RwRec { rc: rc.clone(), thread: t, tr });
+                }
+                if let Some(l) = lw {
+                    let absorbed = changed && at(&rc, l.src.t) > l.own_reads;
+                    if l.src.t != t && !absorbed {
+                        self.add_dset(t, Inter::new(l.src.t, l.src.tr, t, tr));
+                    }
+                }
+                self.lw.insert(x, LastWrite { src: Src { t, tr, vc }, own_reads: own });
+                self.reads.remove(&x);
+                self.threads.get_mut(&t).unwrap().psi = Psi::Write;
+            }
+            Op::Read(x) => {
+                {
+                    let th = self.threads.get_mut(&t).unwrap();
+                    let c = at(&th.rc, t) + 1;
+                    set(&mut th.rc, t, c);
+                }
+                let lw = self.lw.get(&x).cloned();
+                let mut sources = Vec::new();
+                if let Some(l) = &lw {
+                    if l.src.t != t {
+                        sources.push(l.src.clone());
+                    }
+                }
+                self.edges(t, &sources);
+                let th = self.threads.get_mut(&t).unwrap();
+                th.psi = Psi::Read;
+                let me = Src { t, tr: th.tr, vc: th.vc.clone() };
+                let tr = th.tr;
+                self.reads.entry(x).or_default().insert(t, me);
+                if let Some(l) = lw {
+                    if l.src.t != t {
+                        self.add_dset(t, Inter::new(l.src.t, l.src.tr, t, tr));
+                    }
+                }
+            }
+            Op::Acquire(m) => {
+                let prev = self.locks.get(&m).cloned();
+                let mut sources = Vec::new();
+                if let Some((s, Some(rel))) = &prev {
+                    if s.t != t {
+                        sources.push(Src { t: s.t, tr: s.tr, vc: rel.clone() });
+                    }
+                }
+                self.edges(t, &sources);
+                let tr = self.threads[&t].tr;
+                if let Some((s, _)) = prev {
+                    if s.t != t {
+                        self.add_dset(t, Inter::new(s.t, s.tr, t, tr));
+                    }
+                }
+                self.locks.insert(m, (Src { t, tr, vc: Vec::new() }, None));
+            }
+            Op::Release(m) => {
+                let vc = self.threads[&t].vc.clone();
+                if let Some(l) = self.locks.get_mut(&m) {
+                    l.1 = Some(vc);
+                }
+            }
+            Op::Fork(u) => {
+                self.nthreads = self.nthreads.max(u + 1);
+                let vc = self.threads[&t].vc.clone();
+                self.threads.insert(u, RThread::new(vc));
+            }
+            Op::Join(u) => {
+                if let Some(vc) = self.finished.get(&u).cloned() {
+                    join(&mut self.thread(t).vc, &vc);
+                }
+            }
+        }
+    }
+    fn thread_exit(&mut self, t: ThreadId) {
+        let vc = self.thread(t).vc.clone();
+        self.finished.insert(t, vc);
+    }
+    fn finish(mut self) -> TplayLog {
+        self.log.stats.interleavings = self.log.dset.values().map(|v| v.len() as u64).sum();
+        self.log
+    }
+}
+
+/// TPLAY replay side (algorithm 2).
+#[derive(Clone, Debug, Default)]
+pub struct TplayReplayer {
+    dset: HashMap<ThreadId, VecDeque<Inter>>,
+    rwset: HashMap<ThreadId, VecDeque<RwRec>>,
+    aset: HashMap<ThreadId, VecDeque<Inter>>,
+    bset: HashMap<ThreadId, VecDeque<Inter>>,
+    tr: HashMap<ThreadId, u64>,
+    psi: HashMap<ThreadId, Psi>,
+    /// Events whose callback returned.
+    passed: HashMap<ThreadId, u64>,
+    /// Index of the event whose callback the thread entered last.
+    entered: HashMap<ThreadId, u64>,
+    reads: HashMap<ThreadId, u32>,
+    finished: HashSet<ThreadId>,
+}
+
+#[derive(Default)]
+struct Pops {
+    b: bool,
+    a: bool,
+    rw: bool,
+    d: bool,
+}
+
+impl TplayReplayer {
+    fn tr_of(&self, t: ThreadId) -> u64 {
+        if self.finished.contains(&t) {
+            u64::MAX
+        } else {
+            self.tr.get(&t).copied().unwrap_or(0)
+        }
+    }
+    fn cur_tr(&self, t: ThreadId, op: &Op) -> u64 {
+        let tr = self.tr.get(&t).copied().unwrap_or(0);
+        let psi = self.psi.get(&t).copied().unwrap_or(Psi::None);
+        if op.is_write() && matches!(psi, Psi::None | Psi::Read) {
+            tr + 1
+        } else {
+            tr
+        }
+    }
+    fn check(&self, t: ThreadId, op: &Op) -> Option<Pops> {
+        let mut p = Pops::default();
+        let k = self.passed.get(&t).copied().unwrap_or(0) + 1;
+        let cur = self.cur_tr(t, op);
+        let mem = op.loc().is_some();
+        if mem {
+            // checkEvent
+            if let Some(r) = self.bset.get(&t).and_then(|q| q.front()) {
+                if k >= r.sink_id {
+                    if self.tr_of(r.src) > r.src_id {
+                        p.b = true;
+                    } else {
+                        return None;
+                    }
+                }
+            }
+            // checkAv
+            if let Some(r) = self.aset.get(&t).and_then(|q| q.front()) {
+                if cur >= r.sink_id {
+                    let past = self.finished.contains(&r.src)
+                        || self.entered.get(&r.src).copied().unwrap_or(0) > r.src_id;
+                    if past {
+                        p.a = true;
+                    } else {
+                        return None;
+                    }
+                }
+            }
+        }
+        if op.is_write() {
+            // checkRW
+            if let Some(r) = self.rwset.get(&t).and_then(|q| q.front()) {
+                if r.tr <= cur {
+                    let ok = r.rc.iter().enumerate().all(|(u, &n)| {
+                        self.reads.get(&(u as ThreadId)).copied().unwrap_or(0) >= n
+                    });
+                    if ok {
+                        p.rw = true;
+                    } else {
+                        return None;
+                    }
+                }
+            }
+        }
+        if op.is_write() || matches!(op, Op::Acquire(_)) {
+            if let Some(r) = self.dset.get(&t).and_then(|q| q.front()) {
+                if cur >= r.sink_id {
+                    if self.tr_of(r.src) >= r.src_id {
+                        p.d = true;
+                    } else {
+                        return None;
+                    }
+                }
+            }
+        }
+        Some(p)
+    }
+}
+
+impl Replayer for TplayReplayer {
+    fn enter(&mut self, t: ThreadId, _op: &Op) {
+        let k = self.passed.get(&t).copied().unwrap_or(0) + 1;
+        self.entered.insert(t, k);
+    }
+    fn may_proceed(&self, t: ThreadId, op: &Op) -> bool {
+        self.check(t, op).is_some()
+    }
+    fn proceed(&mut self, t: ThreadId, op: &Op) {
+        let p = self.check(t, op).unwrap_or_default();
+        let pop = |m: &mut HashMap<ThreadId, VecDeque<Inter>>, yes: bool| {
+            if yes {
+                if let Some(q) = m.get_mut(&t) {
+                    q.pop_front();
+                }
+            }
+        };
+        pop(&mut self.bset, p.b);
+        pop(&mut self.aset, p.a);
+        pop(&mut self.dset, p.d);
+        if p.rw {
+            if let Some(q) = self.rwset.get_mut(&t) {
+                q.pop_front();
+            }
+        }
+        let cur = self.cur_tr(t, op);
+        self.tr.insert(t, cur);
+        *self.passed.entry(t).or_insert(0) += 1;
+        if op.is_write() {
+            self.psi.insert(t, Psi::Write);
+        } else if op.is_read() {
+            self.psi.insert(t, Psi::Read);
+            *self.reads.entry(t).or_insert(0) += 1;
+        }
+    }
+    fn thread_exit(&mut self, t: ThreadId) {
+        self.finished.insert(t);
+    }
+}
+
+impl Strategy for Tplay {
+    type Log = TplayLog;
+    type Recorder = TplayRecorder;
+    type Replayer = TplayReplayer;
+    fn name(&self) -> &'static str {
+        "tplay"
+    }
+    fn recorder(&self) -> TplayRecorder {
+        let mut r = TplayRecorder::default();
+        r.threads.insert(0, RThread::new(Vec::new()));
+        r
+    }
+    fn replayer(&self, log: &TplayLog) -> TplayReplayer {
+        let mut r = TplayReplayer::default();
+        for (&t, v) in &log.dset {
+            r.dset.insert(t, v.iter().copied().collect());
+        }
+        for (&t, v) in &log.aset {
+            r.aset.insert(t, v.iter().copied().collect());
+        }
+        for (&t, v) in &log.bset {
+            r.bset.insert(t, v.iter().copied().collect());
+        }
+        for (&t, v) in &log.rwset {
+            r.rwset.insert(t, v.iter().cloned().collect());
+        }
+        r
+    }
+}

@@ -1,0 +1,470 @@
+//! The protocol between the `reprise` launcher and the runtime linked into the recorded program.
+//!
+//! Three channels cross the process boundary, each on a fixed high file descriptor so the
+//! program's own `open()` calls return the same numbers in record and replay:
+//!
+//! * [`FD_CONFIG`]: a memfd the launcher fills with a [`ConfigHeader`] and, in replay, the
+//!   decoded schedule (access vectors, per-thread results and digests). The runtime maps it
+//!   read-only at [`CONFIG_ADDR`].
+//! * [`FD_CHANNEL`]: a pipe on which the runtime streams [frames](Frame) (access-vector
+//!   chunks, per-thread records, the process end). Replay streams the same frames again, so
+//!   the launcher compares the re-recorded run with the trace (record/replay symmetry).
+//! * [`FD_STATUS`]: a shared memfd of [`ThreadStatus`] slots the launcher's watchdog reads to
+//!   say who waits for whom instead of hanging.
+//!
+//! Design decision: the encoding is fixed-size little-endian records written into caller
+//! buffers, with no allocation on the encode side, because the runtime encodes from inside
+//! instrumentation callbacks where allocation is forbidden. Decoding (launcher side) may allocate.
+//!
+//! Not here: the trace file format (crate `reprise-trace`), strategy logic (crate `reprise-core`).
+#![cfg_attr(not(feature = "std"), no_std)]
+#![deny(missing_docs)]
+
+use core::sync::atomic::{AtomicU32, AtomicU64};
+
+/// Did this change the wire? Bump it; the runtime refuses a config of another version.
+pub const PROTO_VERSION: u32 = 1;
+/// Config memfd (launcher -> runtime).
+pub const FD_CONFIG: i32 = 1000;
+/// Event pipe (runtime -> launcher).
+pub const FD_CHANNEL: i32 = 1001;
+/// Shared status memfd (runtime <-> launcher watchdog).
+pub const FD_STATUS: i32 = 1002;
+/// The launcher's own stderr, for the runtime's messages (never mixed into the program's).
+pub const FD_LOG: i32 = 1003;
+
+/// Base of the address region reserved for the runtime; every mapping the runtime makes lives
+/// at a fixed address above it, identical in record and replay.
+pub const REGION_BASE: u64 = 0x1000_0000_0000;
+/// Where the config memfd is mapped.
+pub const CONFIG_ADDR: u64 = REGION_BASE;
+/// Maximal size of the config mapping (address space reserved, not memory).
+pub const CONFIG_MAX: u64 = 0x0800_0000_0000; // 8 TiB of address space
+/// Where the status memfd is mapped.
+pub const STATUS_ADDR: u64 = 0x1900_0000_0000;
+/// Number of thread slots (deterministic thread ids are below this).
+pub const MAX_THREADS: usize = 4096;
+
+/// Number of address stripes of the access vectors (LEAP Corollary 2: stripes are sound).
+pub const STRIPES: usize = 16384;
+/// A stripe id that names no stripe.
+pub const NO_STRIPE: u32 = u32::MAX;
+
+/// Magic at the start of the config memfd.
+pub const CONFIG_MAGIC: u64 = 0x5245_5052_4953_4543; // "REPRISEC"
+
+/// Mode the runtime runs in.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Record a new trace.
+    Record = 1,
+    /// Replay the schedule in the config and re-record it.
+    Replay = 2,
+}
+
+/// Start of the config memfd. All offsets are from the start of the mapping.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConfigHeader {
+    /// [`CONFIG_MAGIC`].
+    pub magic: u64,
+    /// [`PROTO_VERSION`].
+    pub version: u32,
+    /// [`Mode`] as u32.
+    pub mode: u32,
+    /// Digest checkpoint every this many events per thread (>= 1).
+    pub checkpoint_interval: u64,
+    /// Seed of replay jitter (random delays at callbacks); 0 = none.
+    pub jitter_seed: u64,
+    /// Number of stripes; must equal [`STRIPES`].
+    pub stripes: u32,
+    /// Number of threads in the recording (replay only).
+    pub nthreads: u32,
+    /// Offset of `[StripeIndex; STRIPES]` (replay only).
+    pub stripe_index_off: u64,
+    /// Offset of `[ThreadIndex; nthreads]` (replay only).
+    pub thread_index_off: u64,
+    /// The recorded end of the process (replay only).
+    pub end: ProcessEnd,
+}
+
+/// Where one stripe's access vector lives in the config memfd.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StripeIndex {
+    /// Offset of `[VecEntry; len]`.
+    pub off: u64,
+    /// Number of run-length entries.
+    pub len: u64,
+}
+
+/// One run of an access vector: `count` consecutive accesses by thread `tid` (LEAP 4.2).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VecEntry {
+    /// Deterministic thread id.
+    pub tid: u32,
+    /// Run length (>= 1).
+    pub count: u32,
+}
+
+/// Where one thread's recorded records live in the config memfd.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ThreadIndex {
+    /// Offset of `[Pair; results_len]`: (event, value) of each recorded result.
+    pub results_off: u64,
+    /// Number of results.
+    pub results_len: u64,
+    /// Offset of `[Pair; digests_len]`: (event, digest) checkpoints.
+    pub digests_off: u64,
+    /// Number of digests.
+    pub digests_len: u64,
+    /// Events the thread had performed when the recording ended.
+    pub final_events: u64,
+}
+
+/// An (event index, value) pair.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pair {
+    /// Event index in the thread.
+    pub event: u64,
+    /// Value (a result, or a digest).
+    pub value: u64,
+}
+
+/// How the process ended, as the runtime saw it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessEnd {
+    /// 0 unknown, 1 exit, 2 fault (synchronous signal).
+    pub kind: u32,
+    /// Thread that ended the process.
+    pub tid: u32,
+    /// That thread's event count.
+    pub event: u64,
+    /// Exit code, or signal number.
+    pub code: i32,
+    /// `si_code` of a fault.
+    pub si_code: i32,
+    /// Faulting address.
+    pub addr: u64,
+}
+
+/// [`ProcessEnd::kind`]: unknown (the runtime never saw the end).
+pub const END_UNKNOWN: u32 = 0;
+/// [`ProcessEnd::kind`]: `exit()` or return from main.
+pub const END_EXIT: u32 = 1;
+/// [`ProcessEnd::kind`]: a fault or abort.
+pub const END_FAULT: u32 = 2;
+
+/// Status of one thread for the watchdog (shared memory, written by the runtime).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct ThreadStatus {
+    /// One of the `ST_*` constants.
+    pub state: AtomicU32,
+    /// Stripe the thread waits on, or [`NO_STRIPE`].
+    pub stripe: AtomicU32,
+    /// Thread whose turn it is on that stripe (u32::MAX: the vector is exhausted).
+    pub waits_for: AtomicU32,
+    /// Padding.
+    pub _pad: AtomicU32,
+    /// Events performed so far (updated when the thread waits, and at checkpoints).
+    pub events: AtomicU64,
+}
+
+/// Thread slot unused.
+pub const ST_NONE: u32 = 0;
+/// Running program code.
+pub const ST_RUNNING: u32 = 1;
+/// Parked in the replay gate, waiting for its turn.
+pub const ST_WAIT_TURN: u32 = 2;
+/// Blocked in a real synchronisation call during replay (lock, barrier, join).
+pub const ST_BLOCKED: u32 = 3;
+/// Reached the end of its recorded events; parked until the process ends (seed 001, 2.5).
+pub const ST_AT_END: u32 = 4;
+/// The thread that ends the process, waiting for the others to reach their recorded ends.
+pub const ST_EXIT_WAIT: u32 = 5;
+/// Returned from its start routine.
+pub const ST_EXITED: u32 = 6;
+
+/// Shared status region: a header and [`MAX_THREADS`] slots.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct StatusHeader {
+    /// Threads registered so far.
+    pub nthreads: AtomicU32,
+    /// Set when a thread began ending the process.
+    pub finishing: AtomicU32,
+}
+
+/// Size of the status memfd.
+pub const STATUS_SIZE: usize =
+    core::mem::size_of::<StatusHeader>().next_multiple_of(64) + MAX_THREADS * core::mem::size_of::<ThreadStatus>();
+
+/// Offset of slot `i` in the status region.
+pub const fn status_slot_off(i: usize) -> usize {
+    core::mem::size_of::<StatusHeader>().next_multiple_of(64) + i * core::mem::size_of::<ThreadStatus>()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Frames on the event channel.
+
+/// Frame tag: a piece of one stripe's access vector: `u32 stripe, (u32 tid, u32 count)*`.
+pub const F_STRIPE: u8 = 1;
+/// Frame tag: records of one thread: `u32 tid`, then [`Record`]s.
+pub const F_THREAD: u8 = 2;
+/// Frame tag: the process end ([`ProcessEnd`] as raw bytes) plus `(u32 tid, u64 events)*`.
+pub const F_END: u8 = 3;
+/// Frame tag: replay divergence: `u32 tid, u64 event`, UTF-8 message.
+pub const F_DIVERGE: u8 = 4;
+
+/// Record tag in an [`F_THREAD`] frame: thread start, `u32 parent, u32 nth` (8 bytes).
+pub const R_START: u8 = 1;
+/// Record tag: a nondeterministic result, `u64 event, u64 value` (16 bytes).
+pub const R_RESULT: u8 = 2;
+/// Record tag: a digest checkpoint, `u64 event, u64 digest` (16 bytes).
+pub const R_DIGEST: u8 = 3;
+
+/// Frame header: `u32 len` (of tag + payload), `u8 tag`.
+pub const FRAME_HDR: usize = 5;
+
+/// Write a frame header for a payload of `payload_len` bytes into `buf[..5]`.
+pub fn put_frame_header(buf: &mut [u8], tag: u8, payload_len: usize) {
+    buf[..4].copy_from_slice(&((payload_len + 1) as u32).to_le_bytes());
+    buf[4] = tag;
+}
+
+/// Payload size of a thread record with tag `t` (excluding the tag byte), or None.
+pub fn record_size(t: u8) -> Option<usize> {
+    match t {
+        R_START => Some(8),
+        R_RESULT | R_DIGEST => Some(16),
+        _ => None,
+    }
+}
+
+/// A decoded frame (launcher side).
+#[cfg(feature = "std")]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frame {
+    /// Part of a stripe's access vector.
+    Stripe {
+        /// Stripe id.
+        stripe: u32,
+        /// Runs in order.
+        entries: Vec<VecEntry>,
+    },
+    /// Records of one thread.
+    Thread {
+        /// Deterministic thread id.
+        tid: u32,
+        /// Records in order.
+        records: Vec<Record>,
+    },
+    /// End of the process.
+    End {
+        /// How it ended.
+        end: ProcessEnd,
+        /// Every thread's final event count.
+        finals: Vec<(u32, u64)>,
+    },
+    /// Divergence seen by the runtime during replay.
+    Diverge {
+        /// Thread.
+        tid: u32,
+        /// Event index.
+        event: u64,
+        /// What differed.
+        message: String,
+    },
+}
+
+/// A per-thread record.
+#[cfg(feature = "std")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    /// Thread start with its creator and birth order.
+    Start {
+        /// Parent's deterministic id.
+        parent: u32,
+        /// This thread is the parent's nth child.
+        nth: u32,
+    },
+    /// A nondeterministic result.
+    Result(Pair),
+    /// A digest checkpoint.
+    Digest(Pair),
+}
+
+/// Errors decoding the channel.
+#[cfg(feature = "std")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError(pub String);
+
+#[cfg(feature = "std")]
+impl core::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+#[cfg(feature = "std")]
+impl std::error::Error for DecodeError {}
+
+#[cfg(feature = "std")]
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes(b[o..o + 4].try_into().unwrap())
+}
+#[cfg(feature = "std")]
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
+}
+
+/// Split a byte stream into frames. Returns the frames and the number of bytes consumed (a
+/// trailing partial frame is left for the next call).
+#[cfg(feature = "std")]
+pub fn decode_frames(buf: &[u8]) -> Result<(Vec<Frame>, usize), DecodeError> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while buf.len() - pos >= 4 {
+        let len = u32_at(buf, pos) as usize;
+        if len == 0 || len > (64 << 20) {
+            return Err(DecodeError(format!("bad frame length {len} at byte {pos}")));
+        }
+        if buf.len() - pos - 4 < len {
+            break;
+        }
+        let tag = buf[pos + 4];
+        let p = &buf[pos + 5..pos + 4 + len];
+        out.push(decode_frame(tag, p).map_err(|e| DecodeError(format!("{} (frame at byte {pos})", e.0)))?);
+        pos += 4 + len;
+    }
+    Ok((out, pos))
+}
+
+#[cfg(feature = "std")]
+fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
+    let short = || DecodeError(format!("frame of tag {tag} is too short ({} bytes)", p.len()));
+    match tag {
+        F_STRIPE => {
+            if p.len() < 4 || (p.len() - 4) % 8 != 0 {
+                return Err(short());
+            }
+            let stripe = u32_at(p, 0);
+            if stripe as usize >= STRIPES {
+                return Err(DecodeError(format!("stripe {stripe} out of range")));
+            }
+            let entries = p[4..]
+                .chunks_exact(8)
+                .map(|c| VecEntry { tid: u32_at(c, 0), count: u32_at(c, 4) })
+                .collect::<Vec<_>>();
+            if entries.iter().any(|e| e.count == 0 || e.tid as usize >= MAX_THREADS) {
+                return Err(DecodeError(format!("stripe {stripe}: invalid vector entry")));
+            }
+            Ok(Frame::Stripe { stripe, entries })
+        }
+        F_THREAD => {
+            if p.len() < 4 {
+                return Err(short());
+            }
+            let tid = u32_at(p, 0);
+            let mut records = Vec::new();
+            let mut o = 4;
+            while o < p.len() {
+                let t = p[o];
+                let n = record_size(t).ok_or_else(|| DecodeError(format!("thread {tid}: unknown record tag {t}")))?;
+                if o + 1 + n > p.len() {
+                    return Err(short());
+                }
+                let b = &p[o + 1..o + 1 + n];
+                records.push(match t {
+                    R_START => Record::Start { parent: u32_at(b, 0), nth: u32_at(b, 4) },
+                    R_RESULT => Record::Result(Pair { event: u64_at(b, 0), value: u64_at(b, 8) }),
+                    _ => Record::Digest(Pair { event: u64_at(b, 0), value: u64_at(b, 8) }),
+                });
+                o += 1 + n;
+            }
+            Ok(Frame::Thread { tid, records })
+        }
+        F_END => {
+            let n = core::mem::size_of::<ProcessEnd>();
+            if p.len() < n || (p.len() - n) % 12 != 0 {
+                return Err(short());
+            }
+            let end = ProcessEnd {
+                kind: u32_at(p, 0),
+                tid: u32_at(p, 4),
+                event: u64_at(p, 8),
+                code: u32_at(p, 16) as i32,
+                si_code: u32_at(p, 20) as i32,
+                addr: u64_at(p, 24),
+            };
+            let finals = p[n..].chunks_exact(12).map(|c| (u32_at(c, 0), u64_at(c, 4))).collect();
+            Ok(Frame::End { end, finals })
+        }
+        F_DIVERGE => {
+            if p.len() < 12 {
+                return Err(short());
+            }
+            Ok(Frame::Diverge {
+                tid: u32_at(p, 0),
+                event: u64_at(p, 4),
+                message: String::from_utf8_lossy(&p[12..]).into_owned(),
+            })
+        }
+        _ => Err(DecodeError(format!("unknown frame tag {tag}"))),
+    }
+}
+
+/// Encode a [`ProcessEnd`] into 32 bytes (runtime side, no allocation).
+pub fn encode_end(e: &ProcessEnd, out: &mut [u8; 32]) {
+    out[0..4].copy_from_slice(&e.kind.to_le_bytes());
+    out[4..8].copy_from_slice(&e.tid.to_le_bytes());
+    out[8..16].copy_from_slice(&e.event.to_le_bytes());
+    out[16..20].copy_from_slice(&e.code.to_le_bytes());
+    out[20..24].copy_from_slice(&e.si_code.to_le_bytes());
+    out[24..32].copy_from_slice(&e.addr.to_le_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn end_frame_round_trips() {
+        let e = ProcessEnd { kind: END_FAULT, tid: 3, event: 99, code: 11, si_code: 1, addr: 0x10 };
+        let mut b = [0u8; 32];
+        encode_end(&e, &mut b);
+        let mut frame = vec![0u8; 5];
+        put_frame_header(&mut frame, F_END, 32 + 12);
+        frame.extend_from_slice(&b);
+        frame.extend_from_slice(&7u32.to_le_bytes());
+        frame.extend_from_slice(&42u64.to_le_bytes());
+        let (f, used) = decode_frames(&frame).unwrap();
+        assert_eq!(used, frame.len());
+        assert_eq!(f, vec![Frame::End { end: e, finals: vec![(7, 42)] }]);
+    }
+
+    #[test]
+    fn partial_frame_is_left() {
+        let mut frame = vec![0u8; 5];
+        put_frame_header(&mut frame, F_STRIPE, 12);
+        frame.extend_from_slice(&5u32.to_le_bytes());
+        frame.extend_from_slice(&1u32.to_le_bytes());
+        let (f, used) = decode_frames(&frame).unwrap();
+        assert!(f.is_empty());
+        assert_eq!(used, 0);
+        frame.extend_from_slice(&2u32.to_le_bytes());
+        let (f, _) = decode_frames(&frame).unwrap();
+        assert_eq!(f, vec![Frame::Stripe { stripe: 5, entries: vec![VecEntry { tid: 1, count: 2 }] }]);
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        assert!(decode_frames(&[9, 0, 0, 0, 77, 1, 2, 3, 4, 5, 6, 7, 8]).is_err());
+        assert!(decode_frames(&[0, 0, 0, 0, 1]).is_err());
+    }
+}

@@ -1,0 +1,279 @@
+//! What every runtime entry does with an event: the safe point (the previous access is
+//! complete, fold its value into the digest and release its stripe), the turn on the new
+//! access's stripe, the order-sensitive digest and its checkpoints, and the per-thread log
+//! of results and digests. Record and replay run the same code; replay additionally compares
+//! each checkpoint and each result with the recording as it goes, so a divergence is named at
+//! the first window where it shows.
+#![allow(unsafe_code)]
+
+use crate::leap;
+use crate::state::{self, Thread, LOG_BUF};
+use core::sync::atomic::Ordering;
+use reprise_proto::*;
+
+/// Event kinds folded into the digest.
+pub mod kind {
+    /// Plain read.
+    pub const READ: u64 = 1;
+    /// Plain write.
+    pub const WRITE: u64 = 2;
+    /// Atomic operation.
+    pub const ATOMIC: u64 = 3;
+    /// Mutex / rwlock / spinlock acquisition.
+    pub const LOCK: u64 = 4;
+    /// Condition-variable re-acquisition of its mutex.
+    pub const COND: u64 = 5;
+    /// Semaphore operation.
+    pub const SEM: u64 = 6;
+    /// Thread creation.
+    pub const CREATE: u64 = 7;
+    /// pthread_once.
+    pub const ONCE: u64 = 8;
+    /// Ranged access (memcpy, memset, struct copies).
+    pub const RANGE: u64 = 9;
+}
+
+/// Order-sensitive mixing step of the digests.
+#[inline(always)]
+pub fn mix(d: u64, x: u64) -> u64 {
+    (d ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
+}
+
+/// Read up to 64 bytes at `addr` as a digest word.
+///
+/// # Safety
+/// `[addr, addr+size)` was just accessed by the program and is still mapped (the caller runs
+/// at the first safe point after that access).
+#[inline(always)]
+unsafe fn value_at(addr: usize, size: usize) -> u64 {
+    // SAFETY: per the function contract; unaligned volatile reads of program memory.
+    unsafe {
+        match size {
+            1 => core::ptr::read_volatile(addr as *const u8) as u64,
+            2 => core::ptr::read_unaligned(addr as *const u16) as u64,
+            4 => core::ptr::read_unaligned(addr as *const u32) as u64,
+            8 => core::ptr::read_unaligned(addr as *const u64),
+            _ => {
+                let n = size.min(64);
+                let mut h = 0u64;
+                let mut i = 0;
+                while i + 8 <= n {
+                    h = mix(h, core::ptr::read_unaligned((addr + i) as *const u64));
+                    i += 8;
+                }
+                while i < n {
+                    h = mix(h, core::ptr::read_volatile((addr + i) as *const u8) as u64);
+                    i += 1;
+                }
+                h
+            }
+        }
+    }
+}
+
+/// The safe point: fold the pending access's value and release held stripes.
+#[inline(always)]
+pub fn safe_point(t: &mut Thread) {
+    fold_pending(t);
+    leap::release_held(t);
+}
+
+/// Fold the pending access's value into the digest (without releasing).
+#[inline(always)]
+pub fn fold_pending(t: &mut Thread) {
+    if t.pending_size != 0 {
+        // SAFETY: the pending access completed (we are at the next runtime entry) and no
+        // unmapping call ran in between: munmap and free are runtime entries themselves.
+        let v = unsafe { value_at(t.pending_addr, t.pending_size) };
+        t.digest = mix(t.digest, v);
+        t.pending_size = 0;
+    }
+}
+
+/// Drop the pending access without reading it (it faulted).
+pub fn forget_pending(t: &mut Thread) {
+    t.pending_size = 0;
+}
+
+/// Count one event at vector position `pos` of stripe `s`, fold it, checkpoint if due.
+#[inline(always)]
+pub fn count_event(t: &mut Thread, s: u64, pos: u64, k: u64) {
+    t.digest = mix(t.digest, (pos << 20) ^ (s << 4) ^ k);
+    let e = t.events.load(Ordering::Relaxed) + 1;
+    t.events.store(e, Ordering::Relaxed);
+    let every = state::CHECKPOINT.load(Ordering::Relaxed);
+    if e % every == 0 {
+        checkpoint(t, e);
+    }
+}
+
+/// Log (record) and compare (replay) a digest checkpoint at event `e`.
+#[cold]
+pub fn checkpoint(t: &mut Thread, e: u64) {
+    state::status(t.tid).events.store(e, Ordering::Relaxed);
+    let d = t.digest;
+    log_pair(t, R_DIGEST, e, d);
+    if state::REPLAY.load(Ordering::Relaxed) {
+        let Some(ti) = state::thread_index(t.tid) else {
+            diverge(t, e, format_args!("thread {} did not exist in the recording", t.tid));
+        };
+        let ds = state::pairs(ti.digests_off, ti.digests_len);
+        let i = t.next_digest;
+        if i >= ds.len() {
+            // Past the recorded end: the thread parks at its next turn (early termination).
+            return;
+        }
+        t.next_digest += 1;
+        let rec = ds[i];
+        if rec.event != e || rec.value != d {
+            let every = state::CHECKPOINT.load(Ordering::Relaxed);
+            diverge(
+                t,
+                e,
+                format_args!(
+                    "thread {} diverged in events {}..{}: digest {:#018x} recorded at event {}, {:#018x} now (last access at {:#x})",
+                    t.tid,
+                    e.saturating_sub(every) + 1,
+                    e,
+                    rec.value,
+                    rec.event,
+                    d,
+                    t.pending_addr
+                ),
+            );
+        }
+    }
+}
+
+/// Report a replay divergence to the launcher and end the process with status 125.
+#[cold]
+pub fn diverge(t: &Thread, e: u64, msg: core::fmt::Arguments<'_>) -> ! {
+    struct Buf {
+        b: [u8; 600],
+        n: usize,
+    }
+    impl core::fmt::Write for Buf {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            for &c in s.as_bytes() {
+                if self.n < self.b.len() {
+                    self.b[self.n] = c;
+                    self.n += 1;
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut b = Buf { b: [0; 600], n: FRAME_HDR + 12 };
+    let _ = core::fmt::write(&mut b, msg);
+    let n = b.n;
+    put_frame_header(&mut b.b, F_DIVERGE, n - FRAME_HDR);
+    b.b[5..9].copy_from_slice(&t.tid.to_le_bytes());
+    b.b[9..17].copy_from_slice(&e.to_le_bytes());
+    crate::channel::send(&b.b[..n]);
+    crate::sys::exit_group(125)
+}
+
+/// Append a 16-byte record to the thread's log, flushing it when full.
+pub fn log_pair(t: &mut Thread, tag: u8, a: u64, b: u64) {
+    lock_log(t);
+    if t.log_len + 17 > LOG_BUF - FRAME_HDR - 4 {
+        flush_log_locked(t);
+    }
+    let o = FRAME_HDR + 4 + t.log_len;
+    t.log[o] = tag;
+    t.log[o + 1..o + 9].copy_from_slice(&a.to_le_bytes());
+    t.log[o + 9..o + 17].copy_from_slice(&b.to_le_bytes());
+    t.log_len += 17;
+    unlock_log(t);
+}
+
+/// Append the thread-start record.
+pub fn log_start(t: &mut Thread) {
+    lock_log(t);
+    let o = FRAME_HDR + 4 + t.log_len;
+    t.log[o] = R_START;
+    t.log[o + 1..o + 5].copy_from_slice(&t.parent.to_le_bytes());
+    t.log[o + 5..o + 9].copy_from_slice(&t.nth.to_le_bytes());
+    t.log_len += 9;
+    unlock_log(t);
+}
+
+fn lock_log(t: &Thread) {
+    while t.log_lock.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        core::hint::spin_loop();
+    }
+}
+
+fn unlock_log(t: &Thread) {
+    t.log_lock.store(0, Ordering::Release);
+}
+
+fn flush_log_locked(t: &mut Thread) {
+    if t.log_len == 0 {
+        return;
+    }
+    let n = 4 + t.log_len;
+    put_frame_header(&mut t.log, F_THREAD, n);
+    let tid = t.tid;
+    t.log[5..9].copy_from_slice(&tid.to_le_bytes());
+    crate::channel::send(&t.log[..FRAME_HDR + n]);
+    t.log_len = 0;
+}
+
+/// Send the thread's buffered records.
+pub fn flush_log(t: &mut Thread) {
+    lock_log(t);
+    flush_log_locked(t);
+    unlock_log(t);
+}
+
+/// A nondeterministic result: recorded while recording; returned from the trace in replay.
+/// `live` is the value this run produced (record) or None when replay must not perform the
+/// operation and takes the recorded value.
+pub fn result(t: &mut Thread, live: Option<u64>) -> u64 {
+    let e = t.events.load(Ordering::Relaxed);
+    let v = if state::REPLAY.load(Ordering::Relaxed) {
+        let Some(ti) = state::thread_index(t.tid) else {
+            diverge(t, e, format_args!("thread {} did not exist in the recording", t.tid));
+        };
+        let rs = state::pairs(ti.results_off, ti.results_len);
+        let i = t.next_result;
+        if i >= rs.len() {
+            leap::release_held(t);
+            leap::park_forever(t.tid, ST_AT_END);
+        }
+        t.next_result += 1;
+        if rs[i].event != e {
+            diverge(
+                t,
+                e,
+                format_args!(
+                    "thread {} diverged at event {}: its next recorded result belongs to event {}",
+                    t.tid, e, rs[i].event
+                ),
+            );
+        }
+        rs[i].value
+    } else {
+        live.unwrap_or(0)
+    };
+    t.digest = mix(t.digest, v ^ 0x5245_5355_4c54);
+    log_pair(t, R_RESULT, e, v);
+    v
+}
+
+/// Replay jitter: seeded random delays at callbacks, to prove order is enforced, not lucky.
+#[inline(always)]
+pub fn jitter(t: &mut Thread) {
+    if state::JITTER.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    t.rng ^= t.rng << 13;
+    t.rng ^= t.rng >> 7;
+    t.rng ^= t.rng << 17;
+    match t.rng % 256 {
+        0..=3 => crate::sys::yield_now(),
+        4 => crate::sys::sleep_ns(50_000),
+        _ => {}
+    }
+}

@@ -1,0 +1,58 @@
+//! The door into the runtime: every callback and interposer calls [`enter`] first. It
+//! initialises lazily (libstdc++ allocates before `__tsan_init`), passes through when the
+//! runtime is off, re-entered, or the thread is unknown, parks threads once the process is
+//! ending, and marks the thread as running runtime code until the guard drops.
+#![allow(unsafe_code)]
+
+use crate::state::{self, Thread, IN_RT, M_DONE, M_OFF, M_UNINIT};
+
+/// Proof that the current thread is inside the runtime; derefs to its slot.
+pub struct Entry {
+    t: *mut Thread,
+}
+
+impl Entry {
+    /// The current thread's slot.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    pub fn t(&self) -> &mut Thread {
+        // SAFETY: `t` is the current thread's own slot (set by the thread itself); only this
+        // thread mutates it, except the log buffer, which has its own lock.
+        unsafe { &mut *self.t }
+    }
+}
+
+impl Drop for Entry {
+    #[inline(always)]
+    fn drop(&mut self) {
+        IN_RT.with(|c| c.set(false));
+    }
+}
+
+/// Enter the runtime, or None to run the operation natively.
+#[inline(always)]
+pub fn enter() -> Option<Entry> {
+    let mut m = state::mode();
+    if m == M_UNINIT {
+        m = state::init();
+    }
+    if m <= M_OFF || IN_RT.with(|c| c.get()) {
+        return None;
+    }
+    let t = state::cur();
+    if t.is_null() {
+        return None;
+    }
+    if m == M_DONE {
+        // SAFETY: t is this thread's slot.
+        let th = unsafe { &mut *t };
+        if th.passthrough {
+            return None;
+        }
+        IN_RT.with(|c| c.set(true));
+        crate::leap::release_held(th);
+        crate::leap::park_forever(th.tid, reprise_proto::ST_AT_END);
+    }
+    IN_RT.with(|c| c.set(true));
+    Some(Entry { t })
+}

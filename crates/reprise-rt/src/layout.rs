@@ -1,0 +1,24 @@
+//! The fixed address map of the runtime's own mappings and of the program's deterministic
+//! heaps and thread stacks. Every address here is identical in record and replay (ASLR is off
+//! and nothing else maps there), which is what keeps the program's addresses identical.
+
+pub use reprise_proto::{CONFIG_ADDR, MAX_THREADS, STATUS_ADDR, STRIPES};
+
+/// Runtime bump allocator region.
+pub const RALLOC_ADDR: u64 = 0x1a00_0000_0000;
+/// Size of the runtime allocator region.
+pub const RALLOC_SIZE: u64 = 1 << 32;
+/// Thread state table.
+pub const THREADS_ADDR: u64 = 0x1b00_0000_0000;
+/// Stripe table.
+pub const STRIPES_ADDR: u64 = 0x1c00_0000_0000;
+/// Per-thread heap windows: thread `t` owns `[HEAPS_ADDR + t*HEAP_WIN, +HEAP_WIN)`.
+pub const HEAPS_ADDR: u64 = 0x2000_0000_0000;
+/// Size of one heap window.
+pub const HEAP_WIN: u64 = 1 << 34;
+/// Heap window of allocations made by threads the runtime does not know (shared, locked).
+pub const ORPHAN_HEAP: usize = MAX_THREADS; // one past the last thread window
+/// Per-thread stack windows: thread `t`'s stack lives in `[STACKS_ADDR + t*STACK_WIN, +STACK_WIN)`.
+pub const STACKS_ADDR: u64 = 0x6100_0000_0000;
+/// Size of one stack window.
+pub const STACK_WIN: u64 = 1 << 28;

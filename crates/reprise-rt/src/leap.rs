@@ -1,0 +1,291 @@
+//! LEAP (seed 001) in the runtime: per-stripe access vectors, recorded and enforced.
+//!
+//! Every shared access (memory, atomic, synchronisation object) takes a *turn* on the stripe
+//! of its address and keeps it until the thread's next safe point (its next callback or
+//! runtime entry), because the callback runs before the access and only the next entry proves
+//! the access complete. While recording, a turn is a fair ticket lock and the order in which
+//! threads take it is appended to the stripe's access vector, run-length compacted (LEAP 4.2);
+//! that makes the recorded order the real order. While replaying, a thread first waits (futex,
+//! not a spin) until the vector's current run names it, then takes the same ticket lock, and
+//! appends again: the replay re-records itself, and the launcher compares the two vectors.
+//!
+//! A thread holds at most one stripe, except a ranged access, which takes its stripes in
+//! ascending order (no deadlock). Early termination (LEAP 2.5): a thread whose turn never
+//! comes because the vector is exhausted parks for good.
+#![allow(unsafe_code)]
+
+use crate::channel;
+use crate::state::{self, Thread};
+use crate::sys;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use reprise_proto::*;
+
+/// Entries buffered per stripe before its vector piece is sent to the launcher.
+const BUF: usize = 26;
+
+/// One stripe: its ticket lock, replay cursor and record buffer.
+#[repr(C, align(64))]
+pub struct Stripe {
+    next: AtomicU32,
+    serving: AtomicU32,
+    /// Replay: number of turns consumed (futex word for waiters).
+    pos: AtomicU32,
+    waiters: AtomicU32,
+    /// Replay: `run index << 32 | used in that run`; written only by the turn holder.
+    cursor: AtomicU64,
+    /// Turns taken so far (the access's position in the vector; under the ticket lock).
+    seq: u64,
+    len: u32,
+    _pad: u32,
+    buf: [VecEntry; BUF],
+}
+
+/// Bytes of the stripe table.
+pub const STRIPE_TABLE_SIZE: u64 = (STRIPES * core::mem::size_of::<Stripe>()) as u64;
+
+#[inline(always)]
+fn stripe(s: u32) -> &'static mut Stripe {
+    // SAFETY: the table is mapped at init for STRIPES entries. Fields other than the atomics
+    // are only touched by the holder of the stripe's ticket lock, which is unique.
+    unsafe { &mut *((crate::layout::STRIPES_ADDR as *mut Stripe).add(s as usize)) }
+}
+
+/// Stripe of an 8-byte granule (hashed, so equal offsets in different arrays do not collide).
+#[inline(always)]
+pub fn stripe_of_granule(g: usize) -> u32 {
+    ((g as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - STRIPES.trailing_zeros())) as u32
+}
+
+#[inline(always)]
+fn ticket_lock(st: &Stripe) {
+    let t = st.next.fetch_add(1, Ordering::Relaxed);
+    let mut spins = 0u32;
+    loop {
+        let s = st.serving.load(Ordering::Acquire);
+        if s == t {
+            return;
+        }
+        spins += 1;
+        if spins < 64 {
+            core::hint::spin_loop();
+        } else {
+            let _e = sys::ErrnoGuard::new();
+            sys::futex_wait(&st.serving, s);
+        }
+    }
+}
+
+#[inline(always)]
+fn ticket_unlock(st: &Stripe) {
+    let s = st.serving.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+    if st.next.load(Ordering::Relaxed) != s {
+        let _e = sys::ErrnoGuard::new();
+        sys::futex_wake(&st.serving, i32::MAX);
+    }
+}
+
+/// Nobody waits for this stripe's ticket.
+#[inline(always)]
+fn uncontended(st: &Stripe) -> bool {
+    st.next.load(Ordering::Relaxed) == st.serving.load(Ordering::Relaxed).wrapping_add(1)
+}
+
+/// Append `tid` to the stripe's vector (caller holds the ticket). Returns the position.
+#[inline(always)]
+fn append(s: u32, st: &mut Stripe, tid: u32) -> u64 {
+    let n = st.len as usize;
+    if n > 0 && st.buf[n - 1].tid == tid && st.buf[n - 1].count < u32::MAX {
+        st.buf[n - 1].count += 1;
+    } else {
+        if n == BUF {
+            flush_stripe(s, st);
+        }
+        let n = st.len as usize;
+        st.buf[n] = VecEntry { tid, count: 1 };
+        st.len += 1;
+    }
+    let p = st.seq;
+    st.seq += 1;
+    p
+}
+
+/// Send the stripe's buffered vector piece to the launcher (caller holds the ticket).
+fn flush_stripe(s: u32, st: &mut Stripe) {
+    if st.len == 0 {
+        return;
+    }
+    let mut frame = [0u8; FRAME_HDR + 4 + BUF * 8];
+    let n = st.len as usize;
+    let payload = 4 + n * 8;
+    put_frame_header(&mut frame, F_STRIPE, payload);
+    frame[5..9].copy_from_slice(&s.to_le_bytes());
+    for (i, e) in st.buf[..n].iter().enumerate() {
+        let o = 9 + i * 8;
+        frame[o..o + 4].copy_from_slice(&e.tid.to_le_bytes());
+        frame[o + 4..o + 8].copy_from_slice(&e.count.to_le_bytes());
+    }
+    channel::send(&frame[..FRAME_HDR + payload]);
+    st.len = 0;
+}
+
+/// Park this thread for good: its recorded events are exhausted (or the process is ending).
+pub fn park_forever(tid: u32, state_code: u32) -> ! {
+    state::status(tid).state.store(state_code, Ordering::SeqCst);
+    let w = AtomicU32::new(0);
+    loop {
+        sys::futex_wait(&w, 0);
+    }
+}
+
+/// Replay: wait until the vector of `s` says it is `t`'s turn.
+fn wait_turn(t: &Thread, s: u32) {
+    let st = stripe(s);
+    let v = state::vector(s);
+    let mut waited = false;
+    loop {
+        let p = st.pos.load(Ordering::SeqCst);
+        let idx = (st.cursor.load(Ordering::Acquire) >> 32) as usize;
+        if idx >= v.len() {
+            let stt = state::status(t.tid);
+            stt.stripe.store(s, Ordering::Relaxed);
+            stt.waits_for.store(u32::MAX, Ordering::Relaxed);
+            stt.events.store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+            park_forever(t.tid, ST_AT_END);
+        }
+        if v[idx].tid == t.tid {
+            break;
+        }
+        if !waited {
+            let stt = state::status(t.tid);
+            stt.stripe.store(s, Ordering::Relaxed);
+            stt.events.store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+            stt.state.store(ST_WAIT_TURN, Ordering::SeqCst);
+            waited = true;
+        }
+        state::status(t.tid).waits_for.store(v[idx].tid, Ordering::Relaxed);
+        st.waiters.fetch_add(1, Ordering::SeqCst);
+        if st.pos.load(Ordering::SeqCst) == p {
+            let _e = sys::ErrnoGuard::new();
+            sys::futex_wait(&st.pos, p);
+        }
+        st.waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+    if waited {
+        let stt = state::status(t.tid);
+        stt.state.store(ST_RUNNING, Ordering::Relaxed);
+        stt.stripe.store(NO_STRIPE, Ordering::Relaxed);
+    }
+}
+
+/// Replay: consume the current turn of `s` (caller holds it).
+fn advance(s: u32) {
+    let st = stripe(s);
+    let v = state::vector(s);
+    let cur = st.cursor.load(Ordering::Relaxed);
+    let (mut idx, mut used) = ((cur >> 32) as usize, (cur & 0xffff_ffff) as u32 + 1);
+    let mut changed = false;
+    if idx < v.len() && used >= v[idx].count {
+        idx += 1;
+        used = 0;
+        changed = true;
+    }
+    st.cursor.store(((idx as u64) << 32) | used as u64, Ordering::Release);
+    st.pos.fetch_add(1, Ordering::SeqCst);
+    if changed && st.waiters.load(Ordering::SeqCst) > 0 {
+        let _e = sys::ErrnoGuard::new();
+        sys::futex_wake(&st.pos, i32::MAX);
+    }
+}
+
+#[inline(always)]
+fn release_one(s: u32, replay: bool) {
+    if replay {
+        advance(s);
+    }
+    ticket_unlock(stripe(s));
+}
+
+/// Release whatever `t` holds: its access is complete (this is a safe point).
+#[inline(always)]
+pub fn release_held(t: &mut Thread) {
+    let replay = state::REPLAY.load(Ordering::Relaxed);
+    if t.held_multi {
+        for w in 0..t.multi.len() {
+            let mut bits = t.multi[w];
+            while bits != 0 {
+                let b = bits.trailing_zeros();
+                release_one((w * 64) as u32 + b, replay);
+                bits &= bits - 1;
+            }
+            t.multi[w] = 0;
+        }
+        t.held_multi = false;
+    } else if t.held != NO_STRIPE {
+        release_one(t.held, replay);
+        t.held = NO_STRIPE;
+    }
+}
+
+/// Take a turn on stripe `s` (releasing what `t` held) and return the access's position in
+/// the stripe's vector.
+#[inline(always)]
+pub fn take(t: &mut Thread, s: u32) -> u64 {
+    let replay = state::REPLAY.load(Ordering::Relaxed);
+    if !replay && t.held == s && !t.held_multi && uncontended(stripe(s)) {
+        // Same stripe again and nobody waits: keep the ticket, extend the run.
+        return append(s, stripe(s), t.tid);
+    }
+    release_held(t);
+    if replay {
+        wait_turn(t, s);
+    }
+    let st = stripe(s);
+    ticket_lock(st);
+    t.held = s;
+    append(s, st, t.tid)
+}
+
+/// Take turns on every stripe of the granule ranges `[g0, g1]` given (ascending stripe order,
+/// so two ranged accesses never deadlock). Returns a digest of the positions taken.
+pub fn take_ranges(t: &mut Thread, ranges: &[(usize, usize)]) -> u64 {
+    release_held(t);
+    let replay = state::REPLAY.load(Ordering::Relaxed);
+    for &(g0, g1) in ranges {
+        if g1 - g0 + 1 >= STRIPES {
+            t.multi.iter_mut().for_each(|w| *w = u64::MAX);
+            break;
+        }
+        for g in g0..=g1 {
+            let s = stripe_of_granule(g);
+            t.multi[s as usize / 64] |= 1 << (s % 64);
+        }
+    }
+    let mut h = 0u64;
+    for w in 0..t.multi.len() {
+        let mut bits = t.multi[w];
+        while bits != 0 {
+            let s = (w * 64) as u32 + bits.trailing_zeros();
+            if replay {
+                wait_turn(t, s);
+            }
+            let st = stripe(s);
+            ticket_lock(st);
+            let p = append(s, st, t.tid);
+            h = crate::access::mix(h, (p << 16) ^ s as u64);
+            bits &= bits - 1;
+        }
+    }
+    t.held_multi = true;
+    t.held = NO_STRIPE;
+    h
+}
+
+/// Final flush at process end: take every stripe's ticket in order (blocking every other
+/// thread at its next turn, for good) and send the buffered vector pieces.
+pub fn lock_and_flush_all() {
+    for s in 0..STRIPES as u32 {
+        let st = stripe(s);
+        ticket_lock(st);
+        flush_stripe(s, st);
+    }
+}

@@ -1,0 +1,37 @@
+//! The reprise runtime: a static library linked into every program built with `reprise cc`.
+//!
+//! It provides the ThreadSanitizer callback ABI ([`tsan`]), interposes the pthread and
+//! semaphore calls ([`sync`]) and the malloc family ([`heap`]), and implements the LEAP
+//! strategy (seed 001) on real threads ([`leap`]): every shared access takes a turn on its
+//! address stripe, recorded as per-stripe access vectors, and in replay waits for its recorded
+//! turn. [`access`] holds what every event does (safe point, digest, checkpoints, results);
+//! [`lifecycle`] starts and ends the process the same way in both modes; [`state`] maps the
+//! replay schedule the launcher hands over on a fixed file descriptor.
+//!
+//! Design decision: one code path for record and replay. Replay runs the recorder too and
+//! streams what it re-recorded to the launcher, which compares it with the trace; the only
+//! differences are the waits for turns and results taken from the trace instead of the world.
+//!
+//! Rules inside this crate: no allocation from the program's heap, no lock the program can
+//! see, errno preserved across runtime work, every mapping at a fixed address (see
+//! [`layout`]). Not yet here: sync mode (LD_PRELOAD), signals other than faults, system calls
+//! beyond the pthread surface, other strategies.
+#![warn(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
+
+pub mod access;
+pub mod channel;
+pub mod entry;
+pub mod heap;
+pub mod layout;
+pub mod leap;
+pub mod lifecycle;
+pub mod ralloc;
+pub mod real;
+pub mod state;
+pub mod sync;
+pub mod sys;
+pub mod tsan;
+
+#[global_allocator]
+static ALLOC: ralloc::RuntimeAlloc = ralloc::RuntimeAlloc;

@@ -1,0 +1,156 @@
+//! Start, thread end, process end and faults.
+//!
+//! The process ends through [`finish`], in record and replay alike: the ending thread (exit or
+//! fault) waits in replay until every other thread reached its recorded event count (so the
+//! process ends in the recorded state, seed 001 section 2.5), then takes every stripe's ticket
+//! (every other thread parks at its next turn, for good), sends the buffered vectors, every
+//! thread's records and the final event counts, and lets the process end.
+#![allow(unsafe_code)]
+
+use crate::access;
+use crate::layout::*;
+use crate::leap;
+use crate::state::{self, Thread};
+use crate::sys;
+use core::sync::atomic::Ordering;
+use reprise_proto::*;
+
+/// Called once after the runtime switched to record or replay.
+pub fn after_init() {
+    // SAFETY: registering a plain C function with atexit, and installing signal handlers
+    // with a valid sigaction; neither touches program state.
+    unsafe {
+        libc::atexit(at_exit);
+        for sig in [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE, libc::SIGILL, libc::SIGABRT, libc::SIGTRAP] {
+            let mut sa: libc::sigaction = core::mem::zeroed();
+            sa.sa_sigaction = on_fault as extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
+            libc::sigaction(sig, &sa, core::ptr::null_mut());
+        }
+    }
+    let t = state::cur();
+    if !t.is_null() {
+        // SAFETY: the main thread's own slot.
+        access::log_start(unsafe { &mut *t });
+    }
+}
+
+/// A stack for thread `id` of `size` bytes (plus a guard page) in its fixed window.
+pub fn stack_window(id: u32, size: usize) -> Option<u64> {
+    let size = (size as u64).next_multiple_of(4096);
+    if size + 4096 > STACK_WIN {
+        return None;
+    }
+    let base = STACKS_ADDR + id as u64 * STACK_WIN;
+    sys::mmap_fixed(base, size + 4096, libc::PROT_READ | libc::PROT_WRITE, -1, false).ok()?;
+    sys::mprotect(base, 4096, libc::PROT_NONE);
+    Some(base + 4096)
+}
+
+/// Log the final digest of `t` unless a checkpoint just did.
+fn final_checkpoint(t: &mut Thread) {
+    let e = t.events.load(Ordering::Relaxed);
+    if e % state::CHECKPOINT.load(Ordering::Relaxed) != 0 {
+        access::checkpoint(t, e);
+    }
+}
+
+/// The current thread returned from its start routine (or called pthread_exit).
+pub fn thread_end() {
+    let Some(e) = crate::entry::enter() else { return };
+    let t = e.t();
+    access::safe_point(t);
+    final_checkpoint(t);
+    access::flush_log(t);
+    let st = state::status(t.tid);
+    st.events.store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+    st.state.store(ST_EXITED, Ordering::SeqCst);
+}
+
+extern "C" fn at_exit() {
+    let Some(e) = crate::entry::enter() else { return };
+    let t = e.t();
+    access::safe_point(t);
+    let end = ProcessEnd { kind: END_EXIT, tid: t.tid, event: t.events.load(Ordering::Relaxed), code: 0, si_code: 0, addr: 0 };
+    finish(t, end);
+}
+
+extern "C" fn on_fault(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    let t = state::cur();
+    let m = state::mode();
+    if !t.is_null() && (m == state::M_RECORD || m == state::M_REPLAY) {
+        state::IN_RT.with(|c| c.set(true));
+        // SAFETY: t is this thread's slot; info is the kernel's siginfo for this signal.
+        let th = unsafe { &mut *t };
+        let (code, addr) = unsafe { ((*info).si_code, if sig == libc::SIGABRT { 0 } else { (*info).si_addr() as u64 }) };
+        access::forget_pending(th);
+        let end = ProcessEnd { kind: END_FAULT, tid: th.tid, event: th.events.load(Ordering::Relaxed), code: sig, si_code: code, addr };
+        finish(th, end);
+    }
+    // Die of the signal: restore the default action; returning re-executes the faulting
+    // instruction (or abort() raises again).
+    // SAFETY: resetting a disposition to SIG_DFL.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        if sig == libc::SIGTRAP {
+            libc::raise(sig);
+        }
+    }
+}
+
+/// End the process in the recorded way (see the module doc). Only one thread finishes;
+/// any other thread that tries parks.
+pub fn finish(t: &mut Thread, end: ProcessEnd) {
+    if state::FINISHER.compare_exchange(u32::MAX, t.tid, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+        leap::release_held(t);
+        leap::park_forever(t.tid, ST_AT_END);
+    }
+    state::status_header().finishing.store(1, Ordering::SeqCst);
+    leap::release_held(t);
+    final_checkpoint(t);
+    let st = state::status(t.tid);
+    st.events.store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+    st.state.store(ST_EXIT_WAIT, Ordering::SeqCst);
+    if state::REPLAY.load(Ordering::Relaxed) {
+        let n = state::config().nthreads;
+        for tid in 0..n {
+            if tid == t.tid {
+                continue;
+            }
+            let want = state::thread_index(tid).map(|ti| ti.final_events).unwrap_or(0);
+            // SAFETY: slot memory is mapped for all MAX_THREADS ids; events is atomic.
+            let other = unsafe { &*state::slot(tid) };
+            while other.events.load(Ordering::Relaxed) < want {
+                sys::sleep_ns(200_000);
+            }
+        }
+    }
+    state::set_mode(state::M_DONE);
+    t.passthrough = true;
+    leap::lock_and_flush_all();
+    // Every other thread is now parked or blocked outside the runtime: send all records.
+    let n = state::NEXT_TID.load(Ordering::SeqCst);
+    let mut frame = [0u8; FRAME_HDR + 32 + 12 * 64];
+    let mut finals: usize = 0;
+    let mut end_bytes = [0u8; 32];
+    encode_end(&end, &mut end_bytes);
+    let flush_finals = |frame: &mut [u8], finals: usize| {
+        put_frame_header(frame, F_END, 32 + finals * 12);
+        frame[FRAME_HDR..FRAME_HDR + 32].copy_from_slice(&end_bytes);
+        crate::channel::send(&frame[..FRAME_HDR + 32 + finals * 12]);
+    };
+    for tid in 0..n {
+        // SAFETY: slot of a created thread; its log has its own lock.
+        let other = unsafe { &mut *state::slot(tid) };
+        access::flush_log(other);
+        let o = FRAME_HDR + 32 + finals * 12;
+        frame[o..o + 4].copy_from_slice(&tid.to_le_bytes());
+        frame[o + 4..o + 12].copy_from_slice(&other.events.load(Ordering::Relaxed).to_le_bytes());
+        finals += 1;
+        if finals == 64 {
+            flush_finals(&mut frame, finals);
+            finals = 0;
+        }
+    }
+    flush_finals(&mut frame, finals);
+}

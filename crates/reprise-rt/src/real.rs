@@ -1,0 +1,103 @@
+//! The real libc functions behind the ones the runtime interposes, found with
+//! `dlsym(RTLD_NEXT)`, and `dlvsym(..., "GLIBC_2.3.2")` for condition variables (the
+//! unversioned lookup may return the old 2.2.5 ABI). `memcpy`, `memmove` and `memset` come
+//! from the linker's `--wrap` (`__real_memcpy` ...), so they never go through `dlsym`.
+#![allow(unsafe_code)]
+#![allow(non_upper_case_globals)]
+
+use core::ffi::{c_int, c_void};
+use core::sync::atomic::{AtomicUsize, Ordering};
+use libc::{pthread_attr_t, pthread_barrier_t, pthread_cond_t, pthread_mutex_t, pthread_rwlock_t, pthread_t, sem_t, timespec};
+
+type StartFn = extern "C" fn(*mut c_void) -> *mut c_void;
+
+macro_rules! reals {
+    ($( $name:ident ( $($arg:ident : $t:ty),* ) -> $r:ty = $sym:literal $(, $ver:literal)? ;)*) => {
+        mod slots {
+            use core::sync::atomic::AtomicUsize;
+            $( #[allow(non_upper_case_globals)] pub static $name: AtomicUsize = AtomicUsize::new(0); )*
+        }
+        /// Resolve every real function (idempotent; called at init).
+        pub fn resolve() {
+            $( resolve_one(&slots::$name, concat!($sym, "\0"), reals!(@ver $($ver)?)); )*
+        }
+        $(
+            /// Call the real function of this name.
+            ///
+            /// # Safety
+            /// The libc function's own contract.
+            #[inline(always)]
+            pub unsafe fn $name($($arg: $t),*) -> $r {
+                let mut p = slots::$name.load(Ordering::Relaxed);
+                if p == 0 {
+                    resolve_one(&slots::$name, concat!($sym, "\0"), reals!(@ver $($ver)?));
+                    p = slots::$name.load(Ordering::Relaxed);
+                }
+                // SAFETY: p is the address dlsym returned for this symbol, whose C type is
+                // the one declared here.
+                let f: unsafe extern "C" fn($($t),*) -> $r = unsafe { core::mem::transmute(p) };
+                unsafe { f($($arg),*) }
+            }
+        )*
+    };
+    (@ver) => { None };
+    (@ver $v:literal) => { Some(concat!($v, "\0")) };
+}
+
+reals! {
+    pthread_create(t: *mut pthread_t, a: *const pthread_attr_t, f: StartFn, arg: *mut c_void) -> c_int = "pthread_create";
+    pthread_join(t: pthread_t, r: *mut *mut c_void) -> c_int = "pthread_join";
+    pthread_exit(r: *mut c_void) -> () = "pthread_exit";
+    pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int = "pthread_mutex_lock";
+    pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int = "pthread_mutex_trylock";
+    pthread_mutex_timedlock(m: *mut pthread_mutex_t, ts: *const timespec) -> c_int = "pthread_mutex_timedlock";
+    pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int = "pthread_mutex_unlock";
+    pthread_cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t) -> c_int = "pthread_cond_wait", "GLIBC_2.3.2";
+    pthread_cond_timedwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, ts: *const timespec) -> c_int = "pthread_cond_timedwait", "GLIBC_2.3.2";
+    pthread_cond_signal(c: *mut pthread_cond_t) -> c_int = "pthread_cond_signal", "GLIBC_2.3.2";
+    pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int = "pthread_cond_broadcast", "GLIBC_2.3.2";
+    pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int = "pthread_rwlock_rdlock";
+    pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_int = "pthread_rwlock_wrlock";
+    pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int = "pthread_rwlock_tryrdlock";
+    pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int = "pthread_rwlock_trywrlock";
+    pthread_rwlock_timedrdlock(l: *mut pthread_rwlock_t, ts: *const timespec) -> c_int = "pthread_rwlock_timedrdlock";
+    pthread_rwlock_timedwrlock(l: *mut pthread_rwlock_t, ts: *const timespec) -> c_int = "pthread_rwlock_timedwrlock";
+    pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int = "pthread_rwlock_unlock";
+    pthread_spin_lock(l: *mut c_int) -> c_int = "pthread_spin_lock";
+    pthread_spin_trylock(l: *mut c_int) -> c_int = "pthread_spin_trylock";
+    pthread_spin_unlock(l: *mut c_int) -> c_int = "pthread_spin_unlock";
+    pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_int = "pthread_barrier_wait";
+    pthread_once(o: *mut c_int, f: extern "C" fn()) -> c_int = "pthread_once";
+    sem_wait(s: *mut sem_t) -> c_int = "sem_wait";
+    sem_trywait(s: *mut sem_t) -> c_int = "sem_trywait";
+    sem_timedwait(s: *mut sem_t, ts: *const timespec) -> c_int = "sem_timedwait";
+    sem_post(s: *mut sem_t) -> c_int = "sem_post";
+    munmap(a: *mut c_void, n: usize) -> c_int = "munmap";
+}
+
+extern "C" {
+    /// libc's memcpy, provided by `ld --wrap=memcpy`.
+    pub fn __real_memcpy(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void;
+    /// libc's memmove, provided by `ld --wrap=memmove`.
+    pub fn __real_memmove(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void;
+    /// libc's memset, provided by `ld --wrap=memset`.
+    pub fn __real_memset(d: *mut c_void, c: c_int, n: usize) -> *mut c_void;
+}
+
+fn resolve_one(slot: &AtomicUsize, sym: &str, ver: Option<&str>) {
+    if slot.load(Ordering::Relaxed) != 0 {
+        return;
+    }
+    // SAFETY: sym and ver are NUL-terminated literals; RTLD_NEXT names the objects after ours.
+    let p = unsafe {
+        match ver {
+            Some(v) => libc::dlvsym(libc::RTLD_NEXT, sym.as_ptr().cast(), v.as_ptr().cast()),
+            None => libc::dlsym(libc::RTLD_NEXT, sym.as_ptr().cast()),
+        }
+    };
+    if p.is_null() {
+        crate::say!("cannot find the real {}", &sym[..sym.len() - 1]);
+        crate::sys::exit_group(125);
+    }
+    slot.store(p as usize, Ordering::Relaxed);
+}

@@ -1,0 +1,294 @@
+//! Global and per-thread runtime state: the mode, the replay schedule mapped from the config
+//! memfd, the thread table (indexed by deterministic thread id) and the thread-local pointer
+//! to the current thread's slot.
+#![allow(unsafe_code)]
+
+use crate::layout::*;
+use crate::sys;
+use core::cell::Cell;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use reprise_proto::*;
+
+/// Runtime mode: not initialised, off (program run without reprise), record, replay.
+pub const M_UNINIT: u32 = 0;
+/// Program runs natively: callbacks do nothing.
+pub const M_OFF: u32 = 1;
+/// Recording.
+pub const M_RECORD: u32 = 2;
+/// Replaying.
+pub const M_REPLAY: u32 = 3;
+/// The process is ending: the finishing thread passes through, every other thread parks.
+pub const M_DONE: u32 = 4;
+static MODE: AtomicU32 = AtomicU32::new(M_UNINIT);
+static INIT_STATE: AtomicU32 = AtomicU32::new(0);
+/// Whether the runtime was active (record or replay) at start.
+pub static REPLAY: AtomicBool = AtomicBool::new(false);
+/// Digest checkpoint interval.
+pub static CHECKPOINT: AtomicU64 = AtomicU64::new(4096);
+/// Replay jitter seed (0 = off).
+pub static JITTER: AtomicU64 = AtomicU64::new(0);
+/// Next deterministic thread id (incremented under the thread-creation stripe's turn).
+pub static NEXT_TID: AtomicU32 = AtomicU32::new(1);
+/// Thread id of the thread that is ending the process.
+pub static FINISHER: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// Current mode.
+#[inline(always)]
+pub fn mode() -> u32 {
+    MODE.load(Ordering::Relaxed)
+}
+
+/// Set the mode.
+pub fn set_mode(m: u32) {
+    MODE.store(m, Ordering::SeqCst)
+}
+
+/// Bytes of a thread's log buffer.
+pub const LOG_BUF: usize = 16 * 1024;
+
+/// Per-thread runtime state, one slot per deterministic thread id at a fixed address.
+#[repr(C)]
+pub struct Thread {
+    /// Deterministic id.
+    pub tid: u32,
+    /// Stripe held since the last access (or NO_STRIPE); see `held_multi`.
+    pub held: u32,
+    /// True when a ranged access holds every stripe set in `multi`.
+    pub held_multi: bool,
+    /// After the process started ending, the finishing thread runs without the runtime.
+    pub passthrough: bool,
+    /// Events performed (stripe turns taken).
+    pub events: AtomicU64,
+    /// Order-sensitive digest of (stripe, position, kind, value).
+    pub digest: u64,
+    /// Access whose value is folded into the digest at the next safe point.
+    pub pending_addr: usize,
+    /// Size of the pending access (0: none).
+    pub pending_size: usize,
+    /// Parent's id.
+    pub parent: u32,
+    /// Birth order among the parent's children.
+    pub nth: u32,
+    /// Children created so far.
+    pub children: u32,
+    /// Replay cursors into this thread's recorded results and digests.
+    pub next_result: usize,
+    /// See `next_result`.
+    pub next_digest: usize,
+    /// Jitter PRNG state.
+    pub rng: u64,
+    /// Start routine and argument of a created thread.
+    pub start_fn: usize,
+    /// See `start_fn`.
+    pub start_arg: usize,
+    /// Guards `log` against the finishing thread's final flush.
+    pub log_lock: AtomicU32,
+    /// Bytes used in `log` (after the frame header and tid).
+    pub log_len: usize,
+    /// Frame under construction: header, tid, records.
+    pub log: [u8; LOG_BUF],
+    /// Stripes held by a ranged access.
+    pub multi: [u64; STRIPES / 64],
+}
+
+/// Size of one slot in the thread table.
+pub const THREAD_SLOT: u64 = (core::mem::size_of::<Thread>() as u64 + 4095) & !4095;
+
+thread_local! {
+    static CUR: Cell<*mut Thread> = const { Cell::new(core::ptr::null_mut()) };
+    /// True while runtime code runs on this thread (memory wrappers then pass through).
+    pub static IN_RT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The current thread's slot, or null.
+#[inline(always)]
+pub fn cur() -> *mut Thread {
+    CUR.with(|c| c.get())
+}
+
+/// Set the current thread's slot.
+pub fn set_cur(t: *mut Thread) {
+    CUR.with(|c| c.set(t))
+}
+
+/// Slot of thread `tid`.
+#[inline(always)]
+pub fn slot(tid: u32) -> *mut Thread {
+    (THREADS_ADDR + tid as u64 * THREAD_SLOT) as *mut Thread
+}
+
+/// Status slot of thread `tid` in the shared watchdog region.
+#[inline(always)]
+pub fn status(tid: u32) -> &'static ThreadStatus {
+    // SAFETY: the status region is mapped at init for MAX_THREADS slots and never unmapped;
+    // ThreadStatus is all atomics, so shared access is sound.
+    unsafe { &*((STATUS_ADDR as usize + status_slot_off(tid as usize)) as *const ThreadStatus) }
+}
+
+/// Status header.
+pub fn status_header() -> &'static StatusHeader {
+    // SAFETY: as for `status`.
+    unsafe { &*(STATUS_ADDR as *const StatusHeader) }
+}
+
+/// Replay schedule, read from the config mapping.
+pub struct Schedule {
+    /// Config header.
+    pub hdr: *const ConfigHeader,
+}
+
+static CONFIG_LEN: AtomicUsize = AtomicUsize::new(0);
+
+/// The config header (valid after init in record or replay mode).
+#[inline(always)]
+pub fn config() -> &'static ConfigHeader {
+    // SAFETY: mapped read-only at init before the mode leaves M_UNINIT; never unmapped.
+    unsafe { &*(CONFIG_ADDR as *const ConfigHeader) }
+}
+
+fn in_config<T>(off: u64, len: u64) -> bool {
+    let size = core::mem::size_of::<T>() as u64;
+    let end = off.checked_add(len.checked_mul(size).unwrap_or(u64::MAX));
+    matches!(end, Some(e) if e <= CONFIG_LEN.load(Ordering::Relaxed) as u64) && off % 8 == 0
+}
+
+/// The recorded access vector of stripe `s` (replay).
+#[inline(always)]
+pub fn vector(s: u32) -> &'static [VecEntry] {
+    let c = config();
+    // SAFETY: the launcher wrote STRIPES indices and entries inside the mapping; bounds were
+    // checked in `validate_config` at init.
+    unsafe {
+        let idx = &*((CONFIG_ADDR + c.stripe_index_off) as *const StripeIndex).add(s as usize);
+        core::slice::from_raw_parts((CONFIG_ADDR + idx.off) as *const VecEntry, idx.len as usize)
+    }
+}
+
+/// Recorded index of thread `tid` (replay), or None when the recording had no such thread.
+pub fn thread_index(tid: u32) -> Option<&'static ThreadIndex> {
+    let c = config();
+    if tid >= c.nthreads {
+        return None;
+    }
+    // SAFETY: bounds checked at init by validate_config.
+    Some(unsafe { &*((CONFIG_ADDR + c.thread_index_off) as *const ThreadIndex).add(tid as usize) })
+}
+
+/// A recorded (event, value) list of the config.
+pub fn pairs(off: u64, len: u64) -> &'static [Pair] {
+    // SAFETY: bounds checked at init by validate_config.
+    unsafe { core::slice::from_raw_parts((CONFIG_ADDR + off) as *const Pair, len as usize) }
+}
+
+fn validate_config(size: usize) -> Result<(), &'static str> {
+    CONFIG_LEN.store(size, Ordering::Relaxed);
+    if size < core::mem::size_of::<ConfigHeader>() {
+        return Err("config too small");
+    }
+    let c = config();
+    if c.magic != CONFIG_MAGIC || c.version != PROTO_VERSION {
+        return Err("config of another reprise version");
+    }
+    if c.stripes as usize != STRIPES || c.checkpoint_interval == 0 {
+        return Err("config stripes or checkpoint interval invalid");
+    }
+    if c.mode == Mode::Replay as u32 {
+        if !in_config::<StripeIndex>(c.stripe_index_off, STRIPES as u64)
+            || !in_config::<ThreadIndex>(c.thread_index_off, c.nthreads as u64)
+            || c.nthreads as usize > MAX_THREADS
+        {
+            return Err("config index out of bounds");
+        }
+        for s in 0..STRIPES as u32 {
+            // SAFETY: index bounds just checked.
+            let idx = unsafe { &*((CONFIG_ADDR + c.stripe_index_off) as *const StripeIndex).add(s as usize) };
+            if !in_config::<VecEntry>(idx.off, idx.len) {
+                return Err("access vector out of bounds");
+            }
+        }
+        for t in 0..c.nthreads {
+            let ti = thread_index(t).unwrap();
+            if !in_config::<Pair>(ti.results_off, ti.results_len) || !in_config::<Pair>(ti.digests_off, ti.digests_len) {
+                return Err("thread records out of bounds");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Initialise the runtime once; safe to call from any entry point. Returns the mode.
+#[cold]
+pub fn init() -> u32 {
+    match INIT_STATE.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => {}
+        Err(_) => return mode(), // running (re-entrant malloc from dlsym) or done
+    }
+    let _e = sys::ErrnoGuard::new();
+    let m = init_inner();
+    set_mode(m);
+    INIT_STATE.store(2, Ordering::Release);
+    if m == M_RECORD || m == M_REPLAY {
+        crate::lifecycle::after_init();
+    }
+    m
+}
+
+fn init_inner() -> u32 {
+    let Some(size) = sys::fd_size(FD_CONFIG) else { return M_OFF };
+    let size = size as usize;
+    if size == 0 || size as u64 > CONFIG_MAX {
+        return M_OFF;
+    }
+    if sys::mmap_fixed(CONFIG_ADDR, size as u64, libc::PROT_READ, FD_CONFIG, false).is_err() {
+        crate::say!("cannot map the config; running without recording");
+        return M_OFF;
+    }
+    if let Err(why) = validate_config(size) {
+        crate::say!("bad config ({why}); running without recording");
+        return M_OFF;
+    }
+    let rw = libc::PROT_READ | libc::PROT_WRITE;
+    if sys::mmap_fixed(STATUS_ADDR, STATUS_SIZE as u64, rw, FD_STATUS, true).is_err()
+        || sys::mmap_fixed(THREADS_ADDR, THREAD_SLOT * MAX_THREADS as u64, rw, -1, false).is_err()
+        || sys::mmap_fixed(STRIPES_ADDR, crate::leap::STRIPE_TABLE_SIZE, rw, -1, false).is_err()
+    {
+        crate::say!("cannot reserve the runtime's address region; running without recording");
+        return M_OFF;
+    }
+    let c = config();
+    CHECKPOINT.store(c.checkpoint_interval, Ordering::Relaxed);
+    JITTER.store(c.jitter_seed, Ordering::Relaxed);
+    let replay = c.mode == Mode::Replay as u32;
+    REPLAY.store(replay, Ordering::Relaxed);
+    crate::real::resolve();
+    // The main thread is thread 0.
+    let t = slot(0);
+    // SAFETY: the slot is freshly mapped zeroed memory owned by this (main) thread.
+    unsafe { init_slot(t, 0, 0, 0) };
+    set_cur(t);
+    if replay {
+        M_REPLAY
+    } else {
+        M_RECORD
+    }
+}
+
+/// Initialise slot `t` for thread `tid`.
+///
+/// # Safety
+/// `t` is the mapped slot of `tid` and no other thread uses it yet.
+pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
+    // SAFETY: per the function contract.
+    let th = unsafe { &mut *t };
+    th.tid = tid;
+    th.held = NO_STRIPE;
+    th.held_multi = false;
+    th.parent = parent;
+    th.nth = nth;
+    th.digest = 0xcbf2_9ce4_8422_2325 ^ tid as u64;
+    th.rng = JITTER.load(Ordering::Relaxed) ^ ((tid as u64 + 1) * 0x9E37_79B9_7F4A_7C15);
+    th.log_len = 0;
+    status(tid).state.store(ST_RUNNING, Ordering::Relaxed);
+    status(tid).stripe.store(NO_STRIPE, Ordering::Relaxed);
+    status_header().nthreads.fetch_max(tid + 1, Ordering::Relaxed);
+}

@@ -1,0 +1,311 @@
+//! The ThreadSanitizer ABI: every callback gcc 12 and clang 14 emit (the union of both).
+//!
+//! Plain accesses take a turn on their stripe and return; the access happens after the
+//! callback, and completes by the thread's next entry (the safe point). Atomic callbacks
+//! perform the operation themselves while holding the turn, with sequentially consistent
+//! ordering (at least as strong as any order the program asked for).
+#![allow(unsafe_code)]
+#![allow(missing_docs)]
+
+use crate::access::{self, kind};
+use crate::entry::enter;
+use crate::leap;
+use core::ffi::c_void;
+use core::sync::atomic::*;
+
+/// One plain or ranged access of `size` bytes at `addr`.
+#[inline(always)]
+pub fn on_access(addr: usize, size: usize, k: u64) {
+    let Some(e) = enter() else { return };
+    let t = e.t();
+    access::fold_pending(t);
+    access::jitter(t);
+    take_for(t, addr, size.max(1), k);
+    t.pending_addr = addr;
+    t.pending_size = size;
+}
+
+#[inline(always)]
+fn take_for(t: &mut crate::state::Thread, addr: usize, size: usize, k: u64) {
+    let g0 = addr >> 3;
+    let g1 = (addr + size - 1) >> 3;
+    if g0 == g1 {
+        let s = leap::stripe_of_granule(g0);
+        let pos = leap::take(t, s);
+        access::count_event(t, s as u64, pos, k);
+    } else {
+        let h = leap::take_ranges(t, &[(g0, g1)]);
+        access::count_event(t, 0xffff, h, kind::RANGE);
+    }
+}
+
+/// Run atomic operation `op` on `addr` under the turn of its stripe; fold its result.
+#[inline(always)]
+fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R) -> R {
+    let Some(e) = enter() else { return op() };
+    let t = e.t();
+    access::fold_pending(t);
+    access::jitter(t);
+    take_for(t, addr, size, kind::ATOMIC);
+    let r = op();
+    let v: u128 = r.into();
+    t.digest = access::mix(t.digest, v as u64 ^ (v >> 64) as u64);
+    r
+}
+
+#[no_mangle]
+pub extern "C" fn __tsan_init() {
+    if crate::state::mode() == crate::state::M_UNINIT {
+        crate::state::init();
+    }
+}
+#[no_mangle]
+pub extern "C" fn __tsan_func_entry(_pc: *mut c_void) {}
+#[no_mangle]
+pub extern "C" fn __tsan_func_exit() {}
+#[no_mangle]
+pub extern "C" fn __tsan_ignore_thread_begin() {}
+#[no_mangle]
+pub extern "C" fn __tsan_ignore_thread_end() {}
+
+macro_rules! plain {
+    ($($n:literal: $r:ident $w:ident $ur:ident $uw:ident $vr:ident $vw:ident $rw:ident $urw:ident;)*) => {$(
+        #[no_mangle] pub extern "C" fn $r(a: *mut c_void) { on_access(a as usize, $n, kind::READ) }
+        #[no_mangle] pub extern "C" fn $w(a: *mut c_void) { on_access(a as usize, $n, kind::WRITE) }
+        #[no_mangle] pub extern "C" fn $ur(a: *mut c_void) { on_access(a as usize, $n, kind::READ) }
+        #[no_mangle] pub extern "C" fn $uw(a: *mut c_void) { on_access(a as usize, $n, kind::WRITE) }
+        #[no_mangle] pub extern "C" fn $vr(a: *mut c_void) { on_access(a as usize, $n, kind::READ) }
+        #[no_mangle] pub extern "C" fn $vw(a: *mut c_void) { on_access(a as usize, $n, kind::WRITE) }
+        #[no_mangle] pub extern "C" fn $rw(a: *mut c_void) { on_access(a as usize, $n, kind::WRITE) }
+        #[no_mangle] pub extern "C" fn $urw(a: *mut c_void) { on_access(a as usize, $n, kind::WRITE) }
+    )*};
+}
+plain! {
+    1: __tsan_read1 __tsan_write1 __tsan_unaligned_read1 __tsan_unaligned_write1 __tsan_volatile_read1 __tsan_volatile_write1 __tsan_read_write1 __tsan_unaligned_read_write1;
+    2: __tsan_read2 __tsan_write2 __tsan_unaligned_read2 __tsan_unaligned_write2 __tsan_volatile_read2 __tsan_volatile_write2 __tsan_read_write2 __tsan_unaligned_read_write2;
+    4: __tsan_read4 __tsan_write4 __tsan_unaligned_read4 __tsan_unaligned_write4 __tsan_volatile_read4 __tsan_volatile_write4 __tsan_read_write4 __tsan_unaligned_read_write4;
+    8: __tsan_read8 __tsan_write8 __tsan_unaligned_read8 __tsan_unaligned_write8 __tsan_volatile_read8 __tsan_volatile_write8 __tsan_read_write8 __tsan_unaligned_read_write8;
+    16: __tsan_read16 __tsan_write16 __tsan_unaligned_read16 __tsan_unaligned_write16 __tsan_volatile_read16 __tsan_volatile_write16 __tsan_read_write16 __tsan_unaligned_read_write16;
+}
+
+#[no_mangle]
+pub extern "C" fn __tsan_read_range(a: *mut c_void, n: usize) {
+    if n > 0 {
+        on_access(a as usize, n, kind::READ)
+    }
+}
+#[no_mangle]
+pub extern "C" fn __tsan_write_range(a: *mut c_void, n: usize) {
+    if n > 0 {
+        on_access(a as usize, n, kind::WRITE)
+    }
+}
+#[no_mangle]
+pub extern "C" fn __tsan_vptr_update(a: *mut *mut c_void, _new: *mut c_void) {
+    on_access(a as usize, 8, kind::WRITE)
+}
+#[no_mangle]
+pub extern "C" fn __tsan_vptr_read(a: *mut *mut c_void) {
+    on_access(a as usize, 8, kind::READ)
+}
+#[no_mangle]
+pub extern "C" fn __tsan_atomic_thread_fence(_mo: i32) {
+    fence(Ordering::SeqCst)
+}
+#[no_mangle]
+pub extern "C" fn __tsan_atomic_signal_fence(_mo: i32) {
+    compiler_fence(Ordering::SeqCst)
+}
+
+macro_rules! atomics {
+    ($($n:literal $t:ty, $at:ty;)*) => {$( paste::paste! {
+        #[no_mangle]
+        pub unsafe extern "C" fn [<__tsan_atomic $n _load>](a: *mut $t, _mo: i32) -> $t {
+            // SAFETY (all below): `a` points to an aligned atomic object of this width, the
+            // compiler's contract for these callbacks; the turn on its stripe is held.
+            atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.load(Ordering::SeqCst))
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn [<__tsan_atomic $n _store>](a: *mut $t, v: $t, _mo: i32) {
+            atomic(a as usize, $n / 8, || { unsafe { <$at>::from_ptr(a) }.store(v, Ordering::SeqCst); v });
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn [<__tsan_atomic $n _exchange>](a: *mut $t, v: $t, _mo: i32) -> $t {
+            atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.swap(v, Ordering::SeqCst))
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn [<__tsan_atomic $n _fetch_add>](a: *mut $t, v: $t, _mo: i32) -> $t {
+            atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.fetch_add(v, Ordering::SeqCst))
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn [<__tsan_atomic $n _fetch_sub>](a: *mut $t, v: $t, _mo: i32) -> $t {
+            atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.fetch_sub(v, Ordering::SeqCst))
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn [<__tsan_atomic $n _fetch_and>](a: *mut $t, v: $t, _mo: i32) -> $t {
+            atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.fetch_and(v, Ordering::SeqCst))
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn [<__tsan_atomic $n _fetch_or>](a: *mut $t, v: $t, _mo: i32) -> $t {
+            atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.fetch_or(v, Ordering::SeqCst))
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn [<__tsan_atomic $n _fetch_xor>](a: *mut $t, v: $t, _mo: i32) -> $t {
+            atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.fetch_xor(v, Ordering::SeqCst))
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn [<__tsan_atomic $n _fetch_nand>](a: *mut $t, v: $t, _mo: i32) -> $t {
+            atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.fetch_nand(v, Ordering::SeqCst))
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn [<__tsan_atomic $n _compare_exchange_strong>](a: *mut $t, c: *mut $t, v: $t, _mo: i32, _fmo: i32) -> i32 {
+            let old = atomic(a as usize, $n / 8, || {
+                match unsafe { <$at>::from_ptr(a) }.compare_exchange(unsafe { *c }, v, Ordering::SeqCst, Ordering::SeqCst) { Ok(o) | Err(o) => o }
+            });
+            // SAFETY: `c` is the caller's expected-value slot (compiler contract).
+            unsafe { if old == *c { 1 } else { *c = old; 0 } }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn [<__tsan_atomic $n _compare_exchange_weak>](a: *mut $t, c: *mut $t, v: $t, mo: i32, fmo: i32) -> i32 {
+            unsafe { [<__tsan_atomic $n _compare_exchange_strong>](a, c, v, mo, fmo) }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn [<__tsan_atomic $n _compare_exchange_val>](a: *mut $t, c: $t, v: $t, _mo: i32, _fmo: i32) -> $t {
+            atomic(a as usize, $n / 8, || {
+                match unsafe { <$at>::from_ptr(a) }.compare_exchange(c, v, Ordering::SeqCst, Ordering::SeqCst) { Ok(o) | Err(o) => o }
+            })
+        }
+    } )*};
+}
+atomics! {
+    8 u8, AtomicU8;
+    16 u16, AtomicU16;
+    32 u32, AtomicU32;
+    64 u64, AtomicU64;
+}
+
+/// 128-bit atomics (gcc only): performed under a runtime-private spinlock, since the turn on
+/// the stripe only excludes instrumented accesses and Rust has no stable 128-bit atomic.
+static LOCK128: AtomicBool = AtomicBool::new(false);
+fn with128<R>(f: impl FnOnce() -> R) -> R {
+    while LOCK128.swap(true, Ordering::Acquire) {
+        core::hint::spin_loop();
+    }
+    let r = f();
+    LOCK128.store(false, Ordering::Release);
+    r
+}
+
+macro_rules! atomic128_rmw {
+    ($($name:ident: |$o:ident, $v:ident| $e:expr;)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(a: *mut u128, $v: u128, _mo: i32) -> u128 {
+            // SAFETY: `a` is an aligned 16-byte object (compiler contract); LOCK128 serialises.
+            atomic(a as usize, 16, || with128(|| unsafe { let $o = a.read_volatile(); a.write_volatile($e); $o }))
+        }
+    )*};
+}
+atomic128_rmw! {
+    __tsan_atomic128_exchange: |o, v| { let _ = o; v };
+    __tsan_atomic128_fetch_add: |o, v| o.wrapping_add(v);
+    __tsan_atomic128_fetch_sub: |o, v| o.wrapping_sub(v);
+    __tsan_atomic128_fetch_and: |o, v| o & v;
+    __tsan_atomic128_fetch_or: |o, v| o | v;
+    __tsan_atomic128_fetch_xor: |o, v| o ^ v;
+    __tsan_atomic128_fetch_nand: |o, v| !(o & v);
+}
+#[no_mangle]
+pub unsafe extern "C" fn __tsan_atomic128_load(a: *mut u128, _mo: i32) -> u128 {
+    // SAFETY: as above.
+    atomic(a as usize, 16, || with128(|| unsafe { a.read_volatile() }))
+}
+#[no_mangle]
+pub unsafe extern "C" fn __tsan_atomic128_store(a: *mut u128, v: u128, _mo: i32) {
+    // SAFETY: as above.
+    atomic(a as usize, 16, || with128(|| unsafe { a.write_volatile(v); v }));
+}
+#[no_mangle]
+pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_val(a: *mut u128, c: u128, v: u128, _mo: i32, _fmo: i32) -> u128 {
+    // SAFETY: as above.
+    atomic(a as usize, 16, || with128(|| unsafe { let o = a.read_volatile(); if o == c { a.write_volatile(v) }; o }))
+}
+#[no_mangle]
+pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_strong(a: *mut u128, c: *mut u128, v: u128, mo: i32, fmo: i32) -> i32 {
+    // SAFETY: `c` is the caller's expected-value slot.
+    unsafe {
+        let old = __tsan_atomic128_compare_exchange_val(a, *c, v, mo, fmo);
+        if old == *c { 1 } else { *c = old; 0 }
+    }
+}
+#[no_mangle]
+pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_weak(a: *mut u128, c: *mut u128, v: u128, mo: i32, fmo: i32) -> i32 {
+    // SAFETY: as above.
+    unsafe { __tsan_atomic128_compare_exchange_strong(a, c, v, mo, fmo) }
+}
+
+/// memcpy/memmove/memset: a ranged read of the source and a ranged write of the destination,
+/// under one set of turns, then the real operation. Reached through `ld --wrap` for the
+/// program's own objects (clang lowers struct copies to them) and as `__tsan_mem*`.
+fn ranged(dst: usize, src: usize, n: usize) {
+    if n == 0 {
+        return;
+    }
+    let Some(e) = enter() else { return };
+    let t = e.t();
+    access::fold_pending(t);
+    access::jitter(t);
+    let d = (dst >> 3, (dst + n - 1) >> 3);
+    let h = if src != 0 {
+        leap::take_ranges(t, &[d, (src >> 3, (src + n - 1) >> 3)])
+    } else {
+        leap::take_ranges(t, &[d])
+    };
+    access::count_event(t, 0xffff, h, kind::RANGE);
+    t.pending_addr = dst;
+    t.pending_size = n.min(64);
+}
+
+#[inline(always)]
+fn in_rt() -> bool {
+    crate::state::IN_RT.with(|c| c.get())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __wrap_memcpy(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
+    if !in_rt() {
+        ranged(d as usize, s as usize, n);
+    }
+    // SAFETY: the caller's memcpy contract.
+    unsafe { crate::real::__real_memcpy(d, s, n) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn __wrap_memmove(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
+    if !in_rt() {
+        ranged(d as usize, s as usize, n);
+    }
+    // SAFETY: the caller's memmove contract.
+    unsafe { crate::real::__real_memmove(d, s, n) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn __wrap_memset(d: *mut c_void, c: i32, n: usize) -> *mut c_void {
+    if !in_rt() {
+        ranged(d as usize, 0, n);
+    }
+    // SAFETY: the caller's memset contract.
+    unsafe { crate::real::__real_memset(d, c, n) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn __tsan_memcpy(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { __wrap_memcpy(d, s, n) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn __tsan_memmove(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { __wrap_memmove(d, s, n) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn __tsan_memset(d: *mut c_void, c: i32, n: usize) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { __wrap_memset(d, c, n) }
+}

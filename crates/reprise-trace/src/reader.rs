@@ -1,0 +1,276 @@
+//! Reading a trace back, chunk by chunk.
+
+use std::io::{self, BufReader, Read};
+use std::path::Path;
+
+use crate::format::{
+    self, FrameHead, FOOTER_KIND, FRAME_HEAD_LEN, MAX_CHUNK_LEN, MAX_HEADER_LEN,
+    PROLOGUE_FIXED_LEN, TRACE_VERSION,
+};
+use crate::{Chunk, ChunkKind, Footer, Header, TraceError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Reading,
+    Done,
+    Failed,
+}
+
+/// Reads a trace written by [`TraceWriter`](crate::TraceWriter): the header
+/// on opening, then one verified, decompressed chunk per
+/// [`next_chunk`](Self::next_chunk) call.
+///
+/// Reading is streaming: memory use is bounded by one chunk, and nothing is
+/// allocated for a chunk before its head checksum has been verified.
+pub struct TraceReader {
+    r: Box<dyn Read>,
+    header: Header,
+    /// Byte offset of the next frame.
+    pos: u64,
+    /// Index of the next frame.
+    index: u64,
+    raw_bytes: u64,
+    footer: Option<Footer>,
+    state: State,
+    /// Compressed size of the chunk last returned, for [`summarize`](crate::summarize).
+    pub(crate) last_comp_len: u64,
+}
+
+/// Reads until `buf` is full or the input ends; returns how many bytes were read.
+fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Reads up to `len` bytes, growing the buffer only as data arrives.
+fn read_up_to(r: &mut dyn Read, len: u32) -> io::Result<Vec<u8>> {
+    let mut v = Vec::new();
+    r.take(len as u64).read_to_end(&mut v)?;
+    Ok(v)
+}
+
+fn read_u32(r: &mut dyn Read, at: u64, what: &str) -> Result<u32, TraceError> {
+    let mut b = [0u8; 4];
+    let n = read_full(r, &mut b)?;
+    if n < 4 {
+        return Err(TraceError::BadHeader(format!(
+            "the file ends at byte {}, inside the {what}",
+            at + n as u64
+        )));
+    }
+    Ok(u32::from_le_bytes(b))
+}
+
+impl TraceReader {
+    /// Opens the trace at `path` and reads its header.
+    pub fn open(path: &Path) -> Result<Self, TraceError> {
+        let f = std::fs::File::open(path)?;
+        Self::from_reader(f)
+    }
+
+    /// Reads a trace from any byte stream (buffered internally) and reads its header.
+    pub fn from_reader(r: impl Read + 'static) -> Result<Self, TraceError> {
+        let mut r: Box<dyn Read> = Box::new(BufReader::with_capacity(64 << 10, r));
+        let header = Self::read_prologue(&mut *r)?;
+        let pos = PROLOGUE_FIXED_LEN + header.1 as u64 + 4;
+        Ok(TraceReader {
+            r,
+            header: header.0,
+            pos,
+            index: 0,
+            raw_bytes: 0,
+            footer: None,
+            state: State::Reading,
+            last_comp_len: 0,
+        })
+    }
+
+    fn read_prologue(r: &mut dyn Read) -> Result<(Header, u32), TraceError> {
+        let mut magic = [0u8; 8];
+        let n = read_full(r, &mut magic)?;
+        if n < 8 {
+            if n > 0 && magic[..n] == format::MAGIC[..n] {
+                return Err(TraceError::BadHeader(format!(
+                    "the file ends at byte {n}, inside the magic number"
+                )));
+            }
+            return Err(TraceError::NotATrace);
+        }
+        if &magic != format::MAGIC {
+            return Err(TraceError::NotATrace);
+        }
+        let version = read_u32(r, 8, "format version")?;
+        if version != TRACE_VERSION {
+            return Err(TraceError::UnsupportedVersion {
+                found: version,
+                supported: TRACE_VERSION,
+            });
+        }
+        let len = read_u32(r, 12, "header length")?;
+        if len > MAX_HEADER_LEN {
+            return Err(TraceError::BadHeader(format!(
+                "the header claims to be {len} bytes long, more than the limit of {MAX_HEADER_LEN}"
+            )));
+        }
+        let json = read_up_to(r, len)?;
+        if json.len() < len as usize {
+            return Err(TraceError::BadHeader(format!(
+                "the file ends at byte {}, inside the header, which should end at byte {}",
+                PROLOGUE_FIXED_LEN + json.len() as u64,
+                PROLOGUE_FIXED_LEN + len as u64
+            )));
+        }
+        let crc = read_u32(r, PROLOGUE_FIXED_LEN + len as u64, "header checksum")?;
+        if crc != format::header_crc(version, &json) {
+            return Err(TraceError::BadHeader(format!(
+                "the header (bytes {PROLOGUE_FIXED_LEN} to {}) fails its checksum",
+                PROLOGUE_FIXED_LEN + len as u64 + 4
+            )));
+        }
+        let header: Header = serde_json::from_slice(&json)
+            .map_err(|e| TraceError::BadHeader(format!("the header is not valid JSON: {e}")))?;
+        if header.format_version != TRACE_VERSION {
+            return Err(TraceError::BadHeader(format!(
+                "the header says format version {} but the file says {TRACE_VERSION}",
+                header.format_version
+            )));
+        }
+        Ok((header, len))
+    }
+
+    /// The header read on opening.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The footer, once [`next_chunk`](Self::next_chunk) has read it.
+    pub fn footer(&self) -> Option<&Footer> {
+        self.footer.as_ref()
+    }
+
+    /// The next data chunk, verified and decompressed; `Ok(None)` once the
+    /// footer has been read. A file that ends cleanly before the footer gives
+    /// [`TraceError::MissingFooter`], one that ends inside a chunk
+    /// [`TraceError::Truncated`]. After an error every call fails.
+    pub fn next_chunk(&mut self) -> Result<Option<Chunk>, TraceError> {
+        match self.state {
+            State::Done => return Ok(None),
+            State::Failed => {
+                return Err(TraceError::Corrupt {
+                    chunk: self.index,
+                    offset: self.pos,
+                    why: "was not read because reading stopped at an earlier error".into(),
+                })
+            }
+            State::Reading => {}
+        }
+        let r = self.read_frame();
+        self.state = match &r {
+            Ok(Some(_)) => State::Reading,
+            Ok(None) => State::Done,
+            Err(_) => State::Failed,
+        };
+        r
+    }
+
+    fn read_frame(&mut self) -> Result<Option<Chunk>, TraceError> {
+        let (chunk, offset) = (self.index, self.pos);
+        let truncated = TraceError::Truncated { chunk, offset };
+        let corrupt = |why: String| TraceError::Corrupt { chunk, offset, why };
+
+        let mut hb = [0u8; FRAME_HEAD_LEN];
+        let n = read_full(&mut *self.r, &mut hb)?;
+        if n == 0 {
+            return Err(TraceError::MissingFooter { chunks: chunk });
+        }
+        if n < FRAME_HEAD_LEN {
+            return Err(truncated);
+        }
+        let head = FrameHead::decode(&hb);
+        if !head.head_ok(chunk) {
+            return Err(TraceError::Checksum { chunk, offset });
+        }
+        if head.comp_len > MAX_CHUNK_LEN || head.raw_len > MAX_CHUNK_LEN {
+            return Err(corrupt(format!(
+                "declares {} compressed and {} raw bytes, more than the limit of {MAX_CHUNK_LEN}",
+                head.comp_len, head.raw_len
+            )));
+        }
+        let kind = if head.kind == FOOTER_KIND {
+            None
+        } else {
+            Some(
+                ChunkKind::from_u8(head.kind)
+                    .ok_or_else(|| corrupt(format!("has unknown kind {:#04x}", head.kind)))?,
+            )
+        };
+        let comp = read_up_to(&mut *self.r, head.comp_len)?;
+        if comp.len() < head.comp_len as usize {
+            return Err(truncated);
+        }
+        if crc32fast::hash(&comp) != head.data_crc {
+            return Err(TraceError::Checksum { chunk, offset });
+        }
+        let data = zstd::bulk::decompress(&comp, head.raw_len as usize)
+            .map_err(|e| corrupt(format!("does not decompress: {e}")))?;
+        if data.len() != head.raw_len as usize {
+            return Err(corrupt(format!(
+                "decompresses to {} bytes instead of the declared {}",
+                data.len(),
+                head.raw_len
+            )));
+        }
+        self.pos += (FRAME_HEAD_LEN + comp.len()) as u64;
+        self.last_comp_len = comp.len() as u64;
+
+        let Some(kind) = kind else {
+            let footer: Footer = serde_json::from_slice(&data)
+                .map_err(|e| corrupt(format!("holds a footer that is not valid JSON: {e}")))?;
+            if footer.chunks != chunk || footer.raw_bytes != self.raw_bytes {
+                return Err(corrupt(format!(
+                    "holds a footer that counts {} chunks and {} raw bytes, but the trace has {} chunks and {} raw bytes",
+                    footer.chunks, footer.raw_bytes, chunk, self.raw_bytes
+                )));
+            }
+            let mut extra = [0u8; 1];
+            if read_full(&mut *self.r, &mut extra)? != 0 {
+                return Err(TraceError::Corrupt {
+                    chunk: chunk + 1,
+                    offset: self.pos,
+                    why: "follows the footer, but nothing may come after the footer".into(),
+                });
+            }
+            self.footer = Some(footer);
+            return Ok(None);
+        };
+        self.index += 1;
+        self.raw_bytes += data.len() as u64;
+        Ok(Some(Chunk {
+            index: chunk,
+            offset,
+            kind,
+            data,
+        }))
+    }
+
+    /// Reads every remaining chunk and the footer. Fails on the first damaged
+    /// chunk, or with [`TraceError::MissingFooter`] if the trace has no footer.
+    pub fn read_all(mut self) -> Result<(Header, Vec<Chunk>, Footer), TraceError> {
+        let mut chunks = Vec::new();
+        while let Some(c) = self.next_chunk()? {
+            chunks.push(c);
+        }
+        match self.footer {
+            Some(f) => Ok((self.header, chunks, f)),
+            None => Err(TraceError::MissingFooter { chunks: self.index }),
+        }
+    }
+}

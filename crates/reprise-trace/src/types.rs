@@ -1,0 +1,126 @@
+//! The values stored in a trace: header, chunk kinds, footer.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What a trace records about the run, written once at the start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Header {
+    /// Format version; the writer sets it to [`TRACE_VERSION`](crate::TRACE_VERSION).
+    pub format_version: u32,
+    /// Version of the runtime that recorded the trace.
+    pub runtime_version: String,
+    /// Name of the scheduling strategy used while recording.
+    pub strategy: String,
+    /// Path of the recorded executable, raw OS bytes.
+    pub exe_path: Vec<u8>,
+    /// Hash of the executable, hex.
+    pub exe_hash: String,
+    /// Arguments, raw OS bytes, argv\[0\] first.
+    pub argv: Vec<Vec<u8>>,
+    /// Environment as `K=V` raw bytes, in order.
+    pub env: Vec<Vec<u8>>,
+    /// Working directory, raw OS bytes.
+    pub cwd: Vec<u8>,
+    /// `RLIMIT_STACK` as (soft, hard).
+    pub rlimit_stack: (u64, u64),
+    /// Number of lock stripes the runtime used.
+    pub stripes: u32,
+    /// Events between checkpoints.
+    pub checkpoint_interval: u64,
+    /// Seconds since the Unix epoch when recording started.
+    pub created_unix: u64,
+    /// Free-form extra facts, kept in key order.
+    pub extra: BTreeMap<String, String>,
+}
+
+/// What a data chunk holds.
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChunkKind {
+    /// Encoded runtime events.
+    Events = 1,
+    /// Bytes the program wrote to standard output.
+    Stdout = 2,
+    /// Bytes the program wrote to standard error.
+    Stderr = 3,
+}
+
+impl ChunkKind {
+    /// All kinds, in byte order.
+    pub const ALL: [ChunkKind; 3] = [ChunkKind::Events, ChunkKind::Stdout, ChunkKind::Stderr];
+
+    /// The kind with this byte value, if any.
+    pub fn from_u8(b: u8) -> Option<ChunkKind> {
+        match b {
+            1 => Some(ChunkKind::Events),
+            2 => Some(ChunkKind::Stdout),
+            3 => Some(ChunkKind::Stderr),
+            _ => None,
+        }
+    }
+
+    /// Lower-case name, as shown by `reprise info`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChunkKind::Events => "events",
+            ChunkKind::Stdout => "stdout",
+            ChunkKind::Stderr => "stderr",
+        }
+    }
+}
+
+/// How the recorded program ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Exit {
+    /// It exited with this status code.
+    Exited(i32),
+    /// It was killed by this signal number.
+    Signaled(i32),
+}
+
+impl Exit {
+    /// The status a shell would report: the exit code, or 128 + signal.
+    pub fn shell_status(&self) -> i32 {
+        match *self {
+            Exit::Exited(c) => c,
+            Exit::Signaled(s) => 128i32.saturating_add(s),
+        }
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Exited(c) => write!(f, "exited with status {c}"),
+            Exit::Signaled(s) => write!(f, "killed by signal {s}"),
+        }
+    }
+}
+
+/// Written last; its presence marks a complete trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Footer {
+    /// How the program ended.
+    pub exit: Exit,
+    /// Wall-clock duration of the recording, nanoseconds.
+    pub wall_ns: u64,
+    /// Number of data chunks in the trace (set by the writer).
+    pub chunks: u64,
+    /// Sum of the raw (decompressed) sizes of all data chunks (set by the writer).
+    pub raw_bytes: u64,
+}
+
+/// One data chunk as read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chunk {
+    /// Position of the chunk in the file, from 0.
+    pub index: u64,
+    /// Byte offset of the chunk's frame in the file.
+    pub offset: u64,
+    /// What the chunk holds.
+    pub kind: ChunkKind,
+    /// The decompressed payload.
+    pub data: Vec<u8>,
+}
