@@ -169,7 +169,15 @@ impl Recorder for AggrePlayRecorder {
             Op::Release(_) | Op::Join(_) => {}
         }
     }
-    fn finish(self) -> AggrePlayLog {
+    fn finish(mut self) -> AggrePlayLog {
+        // Threads unknown when a vector was recorded had read nothing: pad with zeros.
+        for v in self.log.ex.values_mut() {
+            for e in v {
+                if let ExEntry::Rc(rc, _) = e {
+                    rc.resize(self.nthreads as usize, 0);
+                }
+            }
+        }
         self.log
     }
 }

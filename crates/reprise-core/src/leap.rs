@@ -44,7 +44,7 @@ impl LeapLog {
     pub fn expanded(&self, o: Object) -> Vec<ThreadId> {
         self.vectors
             .get(&o)
-            .map(|v| v.iter().flat_map(|&(t, n)| std::iter::repeat(t).take(n as usize)).collect())
+            .map(|v| v.iter().flat_map(|&(t, n)| std::iter::repeat_n(t, n as usize)).collect())
             .unwrap_or_default()
     }
 }
@@ -154,6 +154,9 @@ impl Strategy for Leap {
     type Replayer = LeapReplayer;
     fn name(&self) -> &'static str {
         "leap"
+    }
+    fn logs_thread_table(&self) -> bool {
+        false
     }
     fn recorder(&self) -> LeapRecorder {
         LeapRecorder { cfg: *self, log: LeapLog::default() }

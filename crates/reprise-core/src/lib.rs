@@ -1,1 +1,35 @@
-//! placeholder
+//! reprise-core: the record/replay strategies of reprise as pure models, and a simulator that
+//! checks them without a C compiler.
+//!
+//! It provides the event model ([`event`]: thread, operation, location, value), the [`Strategy`]
+//! trait (a [`Recorder`] that observes events in execution order and builds a log, and a
+//! [`Replayer`] that answers "may thread t perform its next event now?" and is told when the
+//! callback returns), the seed strategies as faithful models — [`leap::Leap`] (seed 001),
+//! [`aggreplay::AggrePlay`] (seed 000), [`tplay::Tplay`] (seed 003) — each with its log size in
+//! bytes under its paper's encoding, the thread abstraction shared by the seeds ([`threads`]), and
+//! [`sim`], which generates random programs, records one interleaving and replays it under an
+//! adversarial scheduler, comparing per-location orders and every value read.
+//!
+//! Design decision: the replay side is split into `enter` / `may_proceed` / `proceed`, with the
+//! access itself happening *after* `proceed` as a separate simulator step. The real runtime gates
+//! inside an instrumentation callback that returns before the load or store executes, so a model in
+//! which gate and access are one atomic step would certify protocols that fail on real threads.
+//! `may_proceed` takes `&self` so a scheduler can ask about every thread without side effects.
+//!
+//! Not done yet: the `sync` (seed 002), `light`, `stride` and `ownership` strategies; serialising
+//! logs to the trace format (sizes are computed, not written); condition variables, barriers and
+//! trylock as events (the seeds fold them into locks).
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod aggreplay;
+pub mod event;
+pub mod leap;
+pub mod sim;
+pub mod strategy;
+pub mod threads;
+pub mod tplay;
+
+pub use event::{Event, EventId, Loc, LockId, Op, ThreadId};
+pub use strategy::{LogSize, Recorder, Replayer, Strategy};

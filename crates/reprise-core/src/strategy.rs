@@ -51,6 +51,11 @@ pub trait Strategy {
     fn name(&self) -> &'static str;
     /// A fresh recorder.
     fn recorder(&self) -> Self::Recorder;
+    /// Whether the log carries the `<a,b>` thread table (AggrePlay, TPLAY); LEAP orders thread
+    /// creation with its own vector instead.
+    fn logs_thread_table(&self) -> bool {
+        true
+    }
     /// A replayer driven by `log`.
     fn replayer(&self, log: &Self::Log) -> Self::Replayer;
 }

@@ -399,6 +399,12 @@ impl Recorder for TplayRecorder {
         self.finished.insert(t, vc);
     }
     fn finish(mut self) -> TplayLog {
+        // Threads unknown when a record was made had read nothing: pad with zeros.
+        for v in self.log.rwset.values_mut() {
+            for r in v {
+                r.rc.resize(self.nthreads as usize, 0);
+            }
+        }
         self.log.stats.interleavings = self.log.dset.values().map(|v| v.len() as u64).sum();
         self.log
     }
