@@ -5,6 +5,7 @@
 //! `reprise:`; record exits with the program's status, replay with the recorded status when
 //! verified and 125 otherwise.
 
+mod bench;
 mod cc;
 mod info;
 mod launch;
@@ -73,6 +74,27 @@ enum Cmd {
         /// Trace file.
         trace: Option<PathBuf>,
     },
+    /// Benchmark native, floor, tsan, record and replay on the suite and bug programs.
+    Bench {
+        /// Programs to run, comma-separated (default: all; with --quick: histogram,counter_race,prodcons).
+        #[arg(long, value_delimiter = ',')]
+        programs: Vec<String>,
+        /// Strategies to record with, comma-separated; ones `record` rejects are reported unavailable.
+        #[arg(long, value_delimiter = ',', default_value = "leap,aggreplay,tplay")]
+        strategies: Vec<String>,
+        /// Runs per configuration; tables show medians (default 5, 1 with --quick).
+        #[arg(long)]
+        runs: Option<usize>,
+        /// Worker threads (`-t`) for suite programs.
+        #[arg(long, default_value_t = 2)]
+        threads: u32,
+        /// Output directory.
+        #[arg(long, default_value = "bench-results")]
+        out: PathBuf,
+        /// Three programs, small sizes, one run.
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 fn main() {
@@ -96,6 +118,9 @@ fn main() {
             replay::replay(replay::ReplayOpts { trace, jitter, timeout: timeout.map(std::time::Duration::from_secs) })
         }
         Cmd::Info { trace } => info::info(trace),
+        Cmd::Bench { programs, strategies, runs, threads, out, quick } => {
+            bench::run(bench::BenchOpts { programs, strategies, runs, threads, out, quick })
+        }
     };
     match r {
         Ok(code) => std::process::exit(code),

@@ -419,6 +419,60 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
     }
 }
 
+/// Encode a frame (launcher side and tests; the runtime encodes in place without allocating).
+#[cfg(feature = "std")]
+pub fn encode_frame(f: &Frame) -> Vec<u8> {
+    let mut p: Vec<u8> = Vec::new();
+    let tag = match f {
+        Frame::Stripe { stripe, entries } => {
+            p.extend_from_slice(&stripe.to_le_bytes());
+            for e in entries {
+                p.extend_from_slice(&e.tid.to_le_bytes());
+                p.extend_from_slice(&e.count.to_le_bytes());
+            }
+            F_STRIPE
+        }
+        Frame::Thread { tid, records } => {
+            p.extend_from_slice(&tid.to_le_bytes());
+            for r in records {
+                match r {
+                    Record::Start { parent, nth } => {
+                        p.push(R_START);
+                        p.extend_from_slice(&parent.to_le_bytes());
+                        p.extend_from_slice(&nth.to_le_bytes());
+                    }
+                    Record::Result(x) | Record::Digest(x) => {
+                        p.push(if matches!(r, Record::Result(_)) { R_RESULT } else { R_DIGEST });
+                        p.extend_from_slice(&x.event.to_le_bytes());
+                        p.extend_from_slice(&x.value.to_le_bytes());
+                    }
+                }
+            }
+            F_THREAD
+        }
+        Frame::End { end, finals } => {
+            let mut b = [0u8; 32];
+            encode_end(end, &mut b);
+            p.extend_from_slice(&b);
+            for (t, n) in finals {
+                p.extend_from_slice(&t.to_le_bytes());
+                p.extend_from_slice(&n.to_le_bytes());
+            }
+            F_END
+        }
+        Frame::Diverge { tid, event, message } => {
+            p.extend_from_slice(&tid.to_le_bytes());
+            p.extend_from_slice(&event.to_le_bytes());
+            p.extend_from_slice(message.as_bytes());
+            F_DIVERGE
+        }
+    };
+    let mut out = vec![0u8; FRAME_HDR];
+    put_frame_header(&mut out, tag, p.len());
+    out.extend_from_slice(&p);
+    out
+}
+
 /// Encode a [`ProcessEnd`] into 32 bytes (runtime side, no allocation).
 pub fn encode_end(e: &ProcessEnd, out: &mut [u8; 32]) {
     out[0..4].copy_from_slice(&e.kind.to_le_bytes());
@@ -460,6 +514,23 @@ mod tests {
         frame.extend_from_slice(&2u32.to_le_bytes());
         let (f, _) = decode_frames(&frame).unwrap();
         assert_eq!(f, vec![Frame::Stripe { stripe: 5, entries: vec![VecEntry { tid: 1, count: 2 }] }]);
+    }
+
+    #[test]
+    fn every_frame_kind_round_trips() {
+        let frames = vec![
+            Frame::Stripe { stripe: 3, entries: vec![VecEntry { tid: 0, count: 4 }, VecEntry { tid: 1, count: 1 }] },
+            Frame::Thread {
+                tid: 2,
+                records: vec![Record::Start { parent: 0, nth: 1 }, Record::Result(Pair { event: 5, value: 16 }), Record::Digest(Pair { event: 4096, value: 9 })],
+            },
+            Frame::End { end: ProcessEnd { kind: END_EXIT, ..Default::default() }, finals: vec![(0, 10), (1, 20)] },
+            Frame::Diverge { tid: 1, event: 7, message: "differs".into() },
+        ];
+        let bytes: Vec<u8> = frames.iter().flat_map(encode_frame).collect();
+        let (back, used) = decode_frames(&bytes).unwrap();
+        assert_eq!(used, bytes.len());
+        assert_eq!(back, frames);
     }
 
     #[test]

@@ -1,0 +1,192 @@
+//! Shared helpers of the end-to-end tests: build a test program with `reprise cc`, record it,
+//! replay it, and read what happened. Everything runs the real binary on real programs.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// The reprise binary under test.
+pub fn reprise() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_reprise"))
+}
+
+/// Repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// One line of tests/programs/manifest.txt.
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub name: String,
+    pub source: PathBuf,
+    pub cplusplus: bool,
+    pub racy: bool,
+    pub crashes: bool,
+    pub args: Vec<String>,
+}
+
+pub fn manifest(dir: &str) -> Vec<Program> {
+    let dir = root().join(dir);
+    let text = std::fs::read_to_string(dir.join("manifest.txt")).unwrap();
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Program {
+                name: f[0].into(),
+                source: dir.join(f[1]),
+                cplusplus: f[2] == "c++",
+                racy: f[3] == "yes",
+                crashes: f[4] == "yes",
+                args: if f.len() > 5 && f[5] != "-" { f[5..].iter().map(|s| s.to_string()).collect() } else { vec![] },
+            }
+        })
+        .collect()
+}
+
+pub fn program(name: &str) -> Program {
+    manifest("tests/programs").into_iter().find(|p| p.name == name).unwrap_or_else(|| panic!("no program {name}"))
+}
+
+/// A scratch directory that also holds the traces (REPRISE_TRACE_DIR).
+pub struct Work {
+    pub dir: tempfile::TempDir,
+}
+
+impl Work {
+    pub fn new() -> Work {
+        Work { dir: tempfile::tempdir().unwrap() }
+    }
+    pub fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(reprise());
+        c.current_dir(self.dir.path()).env("REPRISE_TRACE_DIR", self.path("traces"));
+        c
+    }
+    /// Build `p` with `reprise cc`/`c++` (compiler: "gcc" or "clang"); returns the binary name.
+    pub fn build(&self, p: &Program, compiler: &str) -> String {
+        let out = format!("{}-{compiler}", p.name);
+        let mut c = self.cmd();
+        c.arg(if p.cplusplus { "c++" } else { "cc" });
+        if compiler == "clang" {
+            c.arg("--clang");
+        }
+        c.args(["-O2", "-g", "-o", &out]).arg(&p.source);
+        if p.cplusplus {
+            c.arg("-std=c++17");
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "building {} failed:\n{}", p.name, String::from_utf8_lossy(&o.stderr));
+        out
+    }
+}
+
+/// Run `cmd` with a hard time limit (a hang is a failure, never a silent pass).
+pub fn run_limited(mut cmd: Command, limit: Duration) -> Output {
+    use std::io::Read;
+    cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).stdin(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let t1 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        so.read_to_end(&mut v).ok();
+        v
+    });
+    let t2 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        se.read_to_end(&mut v).ok();
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > limit {
+            child.kill().ok();
+            panic!("{:?} did not finish within {:?}", cmd, limit);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output { status, stdout: t1.join().unwrap(), stderr: t2.join().unwrap() }
+}
+
+/// Shell-style status (128+signal for a signal death).
+pub fn shell_status(o: &Output) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    o.status.code().unwrap_or_else(|| 128 + o.status.signal().unwrap_or(0))
+}
+
+/// A recording: the trace path, the program's stdout and status.
+pub struct Recorded {
+    pub trace: PathBuf,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub status: i32,
+}
+
+pub fn record(w: &Work, bin: &str, args: &[String], trace: &str, extra: &[&str]) -> Recorded {
+    let mut c = w.cmd();
+    let t = w.path(trace);
+    c.arg("record").arg("-o").arg(&t).args(extra).arg("--").arg(format!("./{bin}")).args(args);
+    let o = run_limited(c, Duration::from_secs(120));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("reprise: trace saved to {}", t.display())), "record did not report its trace:\n{err}");
+    let prog_err: Vec<u8> = err.lines().filter(|l| !l.starts_with("reprise:")).flat_map(|l| format!("{l}\n").into_bytes()).collect();
+    Recorded { trace: t, stdout: o.stdout.clone(), stderr: prog_err, status: shell_status(&o) }
+}
+
+/// How to run a replay.
+#[derive(Clone, Copy, Debug)]
+pub enum How {
+    Plain,
+    OneCpu,
+    Jitter(u64),
+}
+
+/// Replay and assert it is verified with the recording's output and status.
+pub fn replay_verified(w: &Work, r: &Recorded, how: How) {
+    let c = match how {
+        How::OneCpu => {
+            let mut c = Command::new("taskset");
+            c.current_dir(w.dir.path()).env("REPRISE_TRACE_DIR", w.path("traces"));
+            c.args(["-c", "0"]).arg(reprise());
+            c
+        }
+        _ => w.cmd(),
+    };
+    let mut c = c;
+    c.arg("replay").arg(&r.trace);
+    if let How::Jitter(seed) = how {
+        c.arg("--jitter").arg(seed.to_string());
+    }
+    let o = run_limited(c, Duration::from_secs(180));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("reprise: replay verified"),
+        "replay ({how:?}) of {} not verified (status {}):\n{err}",
+        r.trace.display(),
+        shell_status(&o)
+    );
+    assert_eq!(o.stdout, r.stdout, "replay ({how:?}) stdout differs from the recording");
+    let prog_err: Vec<u8> = err.lines().filter(|l| !l.starts_with("reprise:")).flat_map(|l| format!("{l}\n").into_bytes()).collect();
+    assert_eq!(prog_err, r.stderr, "replay ({how:?}) stderr differs from the recording");
+    assert_eq!(shell_status(&o), r.status, "replay ({how:?}) exit status differs from the recording");
+}
+
+/// Replay expecting failure: exit 125, a `reprise:` reason, never `verified`.
+pub fn replay_rejected(w: &Work, trace: &Path) -> String {
+    let mut c = w.cmd();
+    c.arg("replay").arg(trace).args(["--timeout", "30"]);
+    let o = run_limited(c, Duration::from_secs(120));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!err.contains("replay verified"), "a damaged trace replayed as verified:\n{err}");
+    assert_eq!(shell_status(&o), 125, "a damaged trace must exit 125:\n{err}");
+    assert!(err.lines().any(|l| l.starts_with("reprise: ")), "no reason given:\n{err}");
+    err
+}
