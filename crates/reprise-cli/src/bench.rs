@@ -540,7 +540,7 @@ fn markdown(programs: &[Program], strategies: &[String], unavailable: &BTreeMap<
     let header = |s: &mut String, first: &[&str]| {
         let cols: Vec<String> = first.iter().map(|c| c.to_string()).chain(strategies.iter().cloned()).collect();
         let _ = writeln!(s, "| {} |", cols.join(" | "));
-        let _ = writeln!(s, "|{}", cols.iter().enumerate().map(|(i, _)| if i == 0 { "---|" } else { "---:|" }).collect::<String>());
+        let _ = writeln!(s, "|{}", cols.iter().enumerate().map(|(i, _)| if i < first.len().min(2) { "---|" } else { "---:|" }).collect::<String>());
     };
     let _ = writeln!(s, "# reprise bench\n");
     let _ = writeln!(
@@ -552,7 +552,7 @@ fn markdown(programs: &[Program], strategies: &[String], unavailable: &BTreeMap<
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
     );
     for (st, why) in unavailable {
-        let _ = writeln!(s, "Strategy `{st}` is unavailable: {why}\n");
+        let _ = writeln!(s, "`{st}`: unavailable (`reprise record --strategy {st}` says: {why})\n");
     }
 
     let _ = writeln!(s, "## Record slowdown (record / native)\n");

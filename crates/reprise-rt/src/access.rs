@@ -31,6 +31,10 @@ pub mod kind {
     pub const ONCE: u64 = 8;
     /// Ranged access (memcpy, memset, struct copies).
     pub const RANGE: u64 = 9;
+    /// stdio stream or libc RNG call.
+    pub const STDIO: u64 = 10;
+    /// Thread join.
+    pub const JOIN: u64 = 11;
 }
 
 /// Order-sensitive mixing step of the digests.

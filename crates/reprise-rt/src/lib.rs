@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod access;
+pub mod calls;
 pub mod channel;
 pub mod entry;
 pub mod heap;

@@ -17,10 +17,6 @@ macro_rules! reals {
             use core::sync::atomic::AtomicUsize;
             $( #[allow(non_upper_case_globals)] pub static $name: AtomicUsize = AtomicUsize::new(0); )*
         }
-        /// Resolve every real function (idempotent; called at init).
-        pub fn resolve() {
-            $( resolve_one(&slots::$name, concat!($sym, "\0"), reals!(@ver $($ver)?)); )*
-        }
         $(
             /// Call the real function of this name.
             ///
@@ -73,6 +69,20 @@ reals! {
     sem_timedwait(s: *mut sem_t, ts: *const timespec) -> c_int = "sem_timedwait";
     sem_post(s: *mut sem_t) -> c_int = "sem_post";
     munmap(a: *mut c_void, n: usize) -> c_int = "munmap";
+    sched_yield() -> c_int = "sched_yield";
+    nanosleep(req: *const timespec, rem: *mut timespec) -> c_int = "nanosleep";
+    clock_nanosleep(c: libc::clockid_t, flags: c_int, req: *const timespec, rem: *mut timespec) -> c_int = "clock_nanosleep";
+    usleep(us: libc::c_uint) -> c_int = "usleep";
+    sleep(s: libc::c_uint) -> libc::c_uint = "sleep";
+    pthread_cond_clockwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, clk: libc::clockid_t, ts: *const timespec) -> c_int = "pthread_cond_clockwait";
+    pthread_mutex_clocklock(m: *mut pthread_mutex_t, clk: libc::clockid_t, ts: *const timespec) -> c_int = "pthread_mutex_clocklock";
+    sem_clockwait(s: *mut sem_t, clk: libc::clockid_t, ts: *const timespec) -> c_int = "sem_clockwait";
+    pthread_tryjoin_np(t: pthread_t, r: *mut *mut c_void) -> c_int = "pthread_tryjoin_np";
+    pthread_timedjoin_np(t: pthread_t, r: *mut *mut c_void, ts: *const timespec) -> c_int = "pthread_timedjoin_np";
+    pthread_kill(t: pthread_t, sig: c_int) -> c_int = "pthread_kill";
+    __cxa_guard_acquire(g: *mut u64) -> c_int = "__cxa_guard_acquire";
+    __cxa_guard_release(g: *mut u64) -> () = "__cxa_guard_release";
+    __cxa_guard_abort(g: *mut u64) -> () = "__cxa_guard_abort";
 }
 
 extern "C" {
@@ -84,6 +94,7 @@ extern "C" {
     pub fn __real_memset(d: *mut c_void, c: c_int, n: usize) -> *mut c_void;
 }
 
+/// Find one real function (lazily, on its first call).
 fn resolve_one(slot: &AtomicUsize, sym: &str, ver: Option<&str>) {
     if slot.load(Ordering::Relaxed) != 0 {
         return;

@@ -260,7 +260,6 @@ fn init_inner() -> u32 {
     JITTER.store(c.jitter_seed, Ordering::Relaxed);
     let replay = c.mode == Mode::Replay as u32;
     REPLAY.store(replay, Ordering::Relaxed);
-    crate::real::resolve();
     // The main thread is thread 0.
     let t = slot(0);
     // SAFETY: the slot is freshly mapped zeroed memory owned by this (main) thread.

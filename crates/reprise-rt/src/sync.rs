@@ -30,7 +30,7 @@ fn replaying() -> bool {
 }
 
 /// Take the turn on the stripe of synchronisation object `obj`.
-fn take_obj(t: &mut Thread, obj: *const c_void, k: u64) {
+pub fn take_obj(t: &mut Thread, obj: *const c_void, k: u64) {
     access::fold_pending(t);
     let s = leap::stripe_of_granule(obj as usize >> 3);
     let pos = leap::take(t, s);
@@ -168,12 +168,12 @@ pub unsafe extern "C" fn pthread_spin_unlock(l: *mut c_int) -> c_int {
 /// timed wait, whether it timed out); replay never waits for real: it releases the mutex and
 /// re-acquires it at its recorded turn, which already encodes the wake-up (signal, broadcast,
 /// timeout or spurious, all alike).
-unsafe fn cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, ts: *const timespec) -> c_int {
+unsafe fn cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, ts: *const timespec, clock: Option<libc::clockid_t>) -> c_int {
     let wait = || unsafe {
-        if ts.is_null() {
-            real::pthread_cond_wait(c, m)
-        } else {
-            real::pthread_cond_timedwait(c, m, ts)
+        match (ts.is_null(), clock) {
+            (true, _) => real::pthread_cond_wait(c, m),
+            (false, None) => real::pthread_cond_timedwait(c, m, ts),
+            (false, Some(clk)) => real::pthread_cond_clockwait(c, m, clk, ts),
         }
     };
     let Some(e) = enter() else { return wait() };
@@ -200,11 +200,19 @@ unsafe fn cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, ts: *const 
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t) -> c_int {
-    unsafe { cond_wait(c, m, core::ptr::null()) }
+    unsafe { cond_wait(c, m, core::ptr::null(), None) }
 }
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_timedwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, ts: *const timespec) -> c_int {
-    unsafe { cond_wait(c, m, ts) }
+    unsafe { cond_wait(c, m, ts, None) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn pthread_cond_clockwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, clk: libc::clockid_t, ts: *const timespec) -> c_int {
+    unsafe { cond_wait(c, m, ts, Some(clk)) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_clocklock(m: *mut pthread_mutex_t, clk: libc::clockid_t, ts: *const timespec) -> c_int {
+    unsafe { attempt(m.cast(), kind::LOCK, || real::pthread_mutex_clocklock(m, clk, ts), || real::pthread_mutex_lock(m)) }
 }
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
@@ -282,6 +290,10 @@ pub unsafe extern "C" fn sem_trywait(s: *mut sem_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn sem_timedwait(s: *mut sem_t, ts: *const timespec) -> c_int {
     unsafe { sem_acquire(s, || real::sem_timedwait(s, ts)) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn sem_clockwait(s: *mut sem_t, clk: libc::clockid_t, ts: *const timespec) -> c_int {
+    unsafe { sem_acquire(s, || real::sem_clockwait(s, clk, ts)) }
 }
 #[no_mangle]
 pub unsafe extern "C" fn sem_post(s: *mut sem_t) -> c_int {
@@ -373,6 +385,84 @@ pub unsafe extern "C" fn pthread_join(t: pthread_t, ret: *mut *mut c_void) -> c_
     let th = e.t();
     access::safe_point(th);
     blocking(th, || unsafe { real::pthread_join(t, ret) })
+}
+
+/// A join whose success depends on timing: the outcome is a result; success is reproduced
+/// with a blocking join.
+unsafe fn try_join(t: pthread_t, ret: *mut *mut c_void, attempt: impl FnOnce() -> c_int) -> c_int {
+    let Some(e) = enter() else { return attempt() };
+    let th = e.t();
+    access::safe_point(th);
+    if replaying() {
+        let r = access::result(th, None) as u32 as c_int;
+        if r == 0 {
+            blocking(th, || unsafe { real::pthread_join(t, ret) });
+        }
+        r
+    } else {
+        let r = blocking(th, attempt);
+        access::result(th, Some(r as u32 as u64));
+        r
+    }
+}
+#[no_mangle]
+pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int {
+    unsafe { try_join(t, ret, || real::pthread_tryjoin_np(t, ret)) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn pthread_timedjoin_np(t: pthread_t, ret: *mut *mut c_void, ts: *const timespec) -> c_int {
+    unsafe { try_join(t, ret, || real::pthread_timedjoin_np(t, ret, ts)) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
+    if let Some(e) = enter() {
+        access::safe_point(e.t());
+    }
+    unsafe { real::pthread_kill(t, sig) }
+}
+
+// ---- C++ function-local statics ---------------------------------------------------------------
+
+/// `__cxa_guard_acquire`: which thread initialises a function-local static is decided by
+/// arrival order: the outcome is a result and the guard's stripe orders acquire and release.
+/// Record performs the (possibly blocking) real acquire first, with nothing held.
+#[no_mangle]
+pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
+    let Some(e) = enter() else { return unsafe { real::__cxa_guard_acquire(g) } };
+    let t = e.t();
+    access::safe_point(t);
+    if replaying() {
+        take_obj(t, g.cast(), kind::ONCE);
+        let want = access::result(t, None) as u32 as c_int;
+        let r = blocking(t, || unsafe { real::__cxa_guard_acquire(g) });
+        if r != want {
+            access::diverge(t, t.events.load(Ordering::Relaxed), format_args!("thread {}: a function-local static's guard gave {r}, the recording {want}", t.tid));
+        }
+        r
+    } else {
+        let r = blocking(t, || unsafe { real::__cxa_guard_acquire(g) });
+        take_obj(t, g.cast(), kind::ONCE);
+        access::result(t, Some(r as u32 as u64));
+        r
+    }
+}
+#[no_mangle]
+pub unsafe extern "C" fn __cxa_guard_release(g: *mut u64) {
+    let Some(e) = enter() else { return unsafe { real::__cxa_guard_release(g) } };
+    let t = e.t();
+    access::safe_point(t);
+    take_obj(t, g.cast(), kind::ONCE);
+    drop(e);
+    unsafe { real::__cxa_guard_release(g) }
+}
+#[no_mangle]
+pub unsafe extern "C" fn __cxa_guard_abort(g: *mut u64) {
+    let Some(e) = enter() else { return unsafe { real::__cxa_guard_abort(g) } };
+    let t = e.t();
+    access::safe_point(t);
+    take_obj(t, g.cast(), kind::ONCE);
+    drop(e);
+    unsafe { real::__cxa_guard_abort(g) }
 }
 
 #[no_mangle]

@@ -1,0 +1,107 @@
+//! The runtime's side of the C interposers in `csrc/libc_shim.c` (ordered stdio and libc
+//! random state, recorded clock and identity reads), and the sleep/yield family.
+//!
+//! Sleeps are safe points; while recording they sleep for real and their outcome is recorded;
+//! replay does not sleep (no real time in replay) and returns the recorded outcome.
+#![allow(unsafe_code)]
+#![allow(missing_docs)]
+
+use crate::access::{self, kind};
+use crate::entry::enter;
+use crate::real;
+use crate::state;
+use core::ffi::{c_int, c_uint, c_void};
+use core::sync::atomic::Ordering;
+use libc::timespec;
+
+#[inline(always)]
+fn replaying() -> bool {
+    state::REPLAY.load(Ordering::Relaxed)
+}
+
+/// Safe point, then an ordered event on the stripe of `obj` (a FILE, the RNG state). Returns
+/// 0 when the runtime is not active for this call.
+#[no_mangle]
+pub extern "C" fn reprise_ordered(obj: *const c_void) -> c_int {
+    let Some(e) = enter() else { return 0 };
+    let t = e.t();
+    access::safe_point(t);
+    crate::sync::take_obj(t, obj, kind::STDIO);
+    1
+}
+
+/// A safe point (the previous access is complete; release its turn).
+#[no_mangle]
+pub extern "C" fn reprise_safe_point() {
+    if let Some(e) = enter() {
+        access::safe_point(e.t());
+    }
+}
+
+/// Whether the runtime records or replays this thread now.
+#[no_mangle]
+pub extern "C" fn reprise_active() -> c_int {
+    let m = state::mode();
+    let on = (m == state::M_RECORD || m == state::M_REPLAY) && !state::cur().is_null() && !state::IN_RT.with(|c| c.get());
+    on as c_int
+}
+
+/// An input: recorded while recording, given back from the trace in replay.
+#[no_mangle]
+pub extern "C" fn reprise_input(live: u64) -> u64 {
+    let Some(e) = enter() else { return live };
+    let t = e.t();
+    access::fold_pending(t);
+    access::result(t, if replaying() { None } else { Some(live) })
+}
+
+/// Run a sleep: for real while recording (its return recorded), not at all in replay.
+fn sleep_call(real_call: impl FnOnce() -> c_int, failed: impl Fn(c_int) -> bool) -> c_int {
+    let Some(e) = enter() else { return real_call() };
+    let t = e.t();
+    access::safe_point(t);
+    if replaying() {
+        let r = access::result(t, None);
+        let (ret, err) = ((r & 0xffff_ffff) as u32 as c_int, (r >> 32) as c_int);
+        if failed(ret) {
+            // SAFETY: this thread's errno.
+            unsafe { *libc::__errno_location() = err };
+        }
+        ret
+    } else {
+        let r = real_call();
+        // SAFETY: this thread's errno, as the real call left it.
+        let err = if failed(r) { unsafe { *libc::__errno_location() } } else { 0 };
+        access::result(t, Some((r as u32 as u64) | ((err as u32 as u64) << 32)));
+        // SAFETY: restore the real call's errno after the runtime's work.
+        unsafe { *libc::__errno_location() = err };
+        r
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> c_int {
+    // SAFETY (all below): arguments forwarded unchanged to the real function.
+    sleep_call(|| unsafe { real::nanosleep(req, rem) }, |r| r != 0)
+}
+#[no_mangle]
+pub unsafe extern "C" fn clock_nanosleep(c: libc::clockid_t, flags: c_int, req: *const timespec, rem: *mut timespec) -> c_int {
+    // clock_nanosleep returns the error number itself.
+    sleep_call(|| unsafe { real::clock_nanosleep(c, flags, req, rem) }, |_| false)
+}
+#[no_mangle]
+pub unsafe extern "C" fn usleep(us: c_uint) -> c_int {
+    sleep_call(|| unsafe { real::usleep(us) }, |r| r != 0)
+}
+#[no_mangle]
+pub unsafe extern "C" fn sleep(s: c_uint) -> c_uint {
+    sleep_call(|| unsafe { real::sleep(s) as c_int }, |_| false) as c_uint
+}
+#[no_mangle]
+pub unsafe extern "C" fn sched_yield() -> c_int {
+    if let Some(e) = enter() {
+        access::safe_point(e.t());
+        access::jitter(e.t());
+    }
+    unsafe { real::sched_yield() }
+}
