@@ -7,10 +7,10 @@
 #include <stdlib.h>
 
 #define NTHREADS 3
-#define ROUNDS 3000
+#define ROUNDS 300
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int window = 1000;
+static int window = 5000;
 static int shared_total;
 static int order_hash;
 static int arrived;
@@ -33,7 +33,7 @@ static void *worker(void *p)
     for (int r = 0; r < ROUNDS; r++) {
         while (pthread_mutex_trylock(&mu) != 0) {
             a->fails++;
-            delay(20);
+            delay(1000);
         }
         shared_total += a->id + 1;
         order_hash = order_hash * 31 + a->id;

@@ -39,15 +39,54 @@ pub struct BenchOpts {
     pub threads: u32,
     /// Output directory.
     pub out: PathBuf,
-    /// Small sizes, three programs, one run.
+    /// Problem size of suite programs (default: `default`, `tiny` with `--quick`).
+    pub size: Option<Size>,
+    /// Tiny sizes, three programs, one run.
     pub quick: bool,
 }
 
 /// The programs `--quick` runs when `--programs` is not given.
 const QUICK_PROGRAMS: &[&str] = &["histogram", "counter_race", "prodcons"];
 
-/// `-n` for suite programs under `--quick`: a few milliseconds natively.
-fn quick_size(name: &str) -> &'static str {
+/// Problem sizes for suite programs (`--size`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum Size {
+    /// A few milliseconds natively (the `--quick` default).
+    Tiny,
+    /// About 1/32 of the default work: a recorded run takes seconds, not minutes.
+    Small,
+    /// The programs' own defaults (0.3-1 s natively with 2 threads).
+    Default,
+}
+
+/// `-n` for a suite program at `size` (none: the program's default).
+fn size_arg(name: &str, size: Size) -> Option<&'static str> {
+    match size {
+        Size::Tiny => Some(tiny_size(name)),
+        Size::Small => Some(small_size(name)),
+        Size::Default => None,
+    }
+}
+
+/// About 1/32 of each program's default work (the exponent follows the kernel's complexity).
+fn small_size(name: &str) -> &'static str {
+    match name {
+        "fft" => "32768",
+        "lu" => "480",
+        "radix" => "524288",
+        "ocean" => "192",
+        "nbody" => "768",
+        "water" => "512",
+        "matmul" => "384",
+        "histogram" => "1048576",
+        "blackscholes" => "16384",
+        "kmeans" => "10000",
+        _ => "10000",
+    }
+}
+
+/// A few milliseconds natively.
+fn tiny_size(name: &str) -> &'static str {
     match name {
         "fft" => "4096",
         "lu" => "128",
@@ -123,6 +162,7 @@ struct Report<'a> {
     threads: u32,
     runs_per_config: usize,
     quick: bool,
+    size: String,
     strategies: &'a [String],
     programs: Vec<ProgramInfo>,
     runs: &'a [Run],
@@ -142,6 +182,7 @@ pub fn run(o: BenchOpts) -> Result<i32> {
     let reprise = std::env::current_exe().context("cannot locate the reprise binary")?;
     crate::cc::runtime_archive()?; // fail early, before building anything
     let runs = o.runs.unwrap_or(if o.quick { 1 } else { 5 }).max(1);
+    let size = o.size.unwrap_or(if o.quick { Size::Tiny } else { Size::Default });
     let mut programs = load_programs(&root)?;
     let wanted: Vec<String> = if !o.programs.is_empty() {
         o.programs.clone()
@@ -160,8 +201,8 @@ pub fn run(o: BenchOpts) -> Result<i32> {
     for p in &mut programs {
         if p.kind == Kind::Suite {
             p.args = vec!["-t".into(), o.threads.to_string()];
-            if o.quick {
-                p.args.extend(["-n".into(), quick_size(&p.name).into()]);
+            if let Some(n) = size_arg(&p.name, size) {
+                p.args.extend(["-n".into(), n.into()]);
             }
         }
     }
@@ -216,7 +257,7 @@ pub fn run(o: BenchOpts) -> Result<i32> {
     pb.finish_and_clear();
 
     let elapsed = started.elapsed().as_secs_f64();
-    let md = markdown(&programs, &o.strategies, &unavailable, &all, runs, o.threads, o.quick, elapsed);
+    let md = markdown(&programs, &o.strategies, &unavailable, &all, runs, o.threads, size, elapsed);
     print!("{md}");
     write_file(&o.out.join("bench.md"), md.as_bytes())?;
     write_file(&o.out.join("runs.csv"), csv(&all).as_bytes())?;
@@ -224,6 +265,7 @@ pub fn run(o: BenchOpts) -> Result<i32> {
         threads: o.threads,
         runs_per_config: runs,
         quick: o.quick,
+        size: format!("{size:?}").to_lowercase(),
         strategies: &o.strategies,
         programs: programs.iter().map(|p| ProgramInfo { name: p.name.clone(), kind: p.kind, args: p.args.clone() }).collect(),
         runs: &all,
@@ -453,29 +495,51 @@ struct TraceMeasure {
     threads: u32,
 }
 
-/// Decompress the trace's event chunks (as `replay::load` does), decode them, and gzip -9 the
-/// raw event bytes to compare with the zstd the trace stores.
+/// Decompress the trace's event chunks (the bytes `replay::load` decodes), decode them, and
+/// gzip -9 the raw event bytes to compare with the zstd the trace stores. Streams chunk by
+/// chunk: a long recording's raw events can be gigabytes.
 fn measure_trace(path: &Path) -> Result<TraceMeasure> {
     use flate2::{write::GzEncoder, Compression};
     let file_bytes = std::fs::metadata(path).with_context(|| format!("cannot stat {}", path.display()))?.len();
-    let reader = reprise_trace::TraceReader::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let (_, chunks, _) = reader.read_all().with_context(|| format!("cannot read {}", path.display()))?;
-    let mut ev = Vec::new();
-    for c in chunks.iter().filter(|c| c.kind == reprise_trace::ChunkKind::Events) {
-        ev.extend_from_slice(&c.data);
+    let mut reader = reprise_trace::TraceReader::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut rec = crate::recording::Recording::default();
+    let mut gz = GzEncoder::new(ByteCounter(0), Compression::new(9));
+    let (mut pending, mut event_bytes) = (Vec::new(), 0u64);
+    while let Some(c) = reader.next_chunk().with_context(|| format!("cannot read {}", path.display()))? {
+        if c.kind != reprise_trace::ChunkKind::Events {
+            continue;
+        }
+        event_bytes += c.data.len() as u64;
+        gz.write_all(&c.data).context("gzip")?;
+        pending.extend_from_slice(&c.data);
+        let used = rec.feed(&pending).with_context(|| format!("{}: events are corrupt", path.display()))?;
+        pending.drain(..used);
     }
-    let rec = crate::recording::Recording::from_bytes(&ev).with_context(|| format!("{}: events are corrupt", path.display()))?;
-    let mut gz = GzEncoder::new(Vec::new(), Compression::new(9));
-    gz.write_all(&ev).context("gzip")?;
-    let gzip9_bytes = gz.finish().context("gzip")?.len() as u64;
+    if !pending.is_empty() {
+        bail!("{}: the event stream ends inside a frame", path.display());
+    }
+    let gzip9_bytes = gz.finish().context("gzip")?.0;
     Ok(TraceMeasure {
         file_bytes,
-        event_bytes: ev.len() as u64,
+        event_bytes,
         gzip9_bytes,
         events: rec.total_events(),
         vector_runs: rec.vector_runs() as u64,
         threads: rec.nthreads(),
     })
+}
+
+/// A writer that only counts: the gzip output's size is all we need.
+struct ByteCounter(u64);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn write_file(path: &Path, data: &[u8]) -> Result<()> {
@@ -534,7 +598,7 @@ fn fmt_kib(v: Option<f64>) -> String {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn markdown(programs: &[Program], strategies: &[String], unavailable: &BTreeMap<String, String>, runs: &[Run], nruns: usize, threads: u32, quick: bool, elapsed: f64) -> String {
+fn markdown(programs: &[Program], strategies: &[String], unavailable: &BTreeMap<String, String>, runs: &[Run], nruns: usize, threads: u32, size: Size, elapsed: f64) -> String {
     let mut s = String::new();
     let cell = |strategy: &str, v: String| if unavailable.contains_key(strategy) { "unavailable".to_string() } else { v };
     let header = |s: &mut String, first: &[&str]| {
@@ -548,7 +612,11 @@ fn markdown(programs: &[Program], strategies: &[String], unavailable: &BTreeMap<
         "{} program(s), median of {nruns} run(s) per configuration, suite programs with `-t {threads}`{}; {} CPU(s); {elapsed:.0}s in all. \
          Ratios divide medians measured in this invocation.\n",
         programs.len(),
-        if quick { " and small `-n` (--quick)" } else { "" },
+        match size {
+            Size::Tiny => " and tiny `-n`",
+            Size::Small => " and small `-n` (about 1/32 of the default work)",
+            Size::Default => " at their default sizes",
+        },
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
     );
     for (st, why) in unavailable {

@@ -91,7 +91,10 @@ enum Cmd {
         /// Output directory.
         #[arg(long, default_value = "bench-results")]
         out: PathBuf,
-        /// Three programs, small sizes, one run.
+        /// Problem size of suite programs (default: default; tiny with --quick).
+        #[arg(long, value_enum)]
+        size: Option<bench::Size>,
+        /// Three programs, tiny sizes, one run.
         #[arg(long)]
         quick: bool,
     },
@@ -118,8 +121,8 @@ fn main() {
             replay::replay(replay::ReplayOpts { trace, jitter, timeout: timeout.map(std::time::Duration::from_secs) })
         }
         Cmd::Info { trace } => info::info(trace),
-        Cmd::Bench { programs, strategies, runs, threads, out, quick } => {
-            bench::run(bench::BenchOpts { programs, strategies, runs, threads, out, quick })
+        Cmd::Bench { programs, strategies, runs, threads, out, size, quick } => {
+            bench::run(bench::BenchOpts { programs, strategies, runs, threads, out, size, quick })
         }
     };
     match r {

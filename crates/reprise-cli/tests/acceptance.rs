@@ -28,9 +28,15 @@ fn acceptance(name: &str, compiler: &str) {
 
 macro_rules! acceptance_tests {
     ($($name:ident),*) => {$(
-        #[test]
-        fn $name() {
-            acceptance(stringify!($name), "gcc");
+        mod $name {
+            #[test]
+            fn gcc() {
+                super::acceptance(stringify!($name), "gcc");
+            }
+            #[test]
+            fn clang() {
+                super::acceptance(stringify!($name), "clang");
+            }
         }
     )*};
 }
@@ -53,10 +59,19 @@ fn addresses_are_deterministic_across_recordings() {
 /// The crashing program: record (bounded tries) until one recording crashed and one did not;
 /// each replays to its own end (same status, same fault at the same thread and event).
 #[test]
-fn crash_sometimes() {
+fn crash_sometimes_gcc() {
+    crash_sometimes("gcc")
+}
+
+#[test]
+fn crash_sometimes_clang() {
+    crash_sometimes("clang")
+}
+
+fn crash_sometimes(compiler: &str) {
     let p = program("crash_sometimes");
     let w = Work::new();
-    let bin = w.build(&p, "gcc");
+    let bin = w.build(&p, compiler);
     let (mut crashed, mut survived) = (None, None);
     for i in 0..150 {
         let r = record(&w, &bin, &p.args, &format!("c-{i}.trace"), &[]);
