@@ -16,6 +16,8 @@ pub struct ThreadRec {
     pub results: Vec<Pair>,
     /// Digest checkpoints in order.
     pub digests: Vec<Pair>,
+    /// Input data records (event, bytes) in order.
+    pub data: Vec<(u64, Vec<u8>)>,
 }
 
 /// Everything the runtime reported for one run.
@@ -62,6 +64,7 @@ impl Recording {
                         Record::Start { parent, nth } => t.start = Some((parent, nth)),
                         Record::Result(p) => t.results.push(p),
                         Record::Digest(p) => t.digests.push(p),
+                        Record::Data(ev, b) => t.data.push((ev, b)),
                     }
                 }
             }
@@ -140,6 +143,16 @@ impl Recording {
             ti.digests_len = rec.digests.len() as u64;
             for p in &rec.digests {
                 put(&mut data, p);
+            }
+            ti.data_off = (data_off + data.len()) as u64;
+            for (ev, b) in &rec.data {
+                data.extend_from_slice(&ev.to_le_bytes());
+                data.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                data.extend_from_slice(b);
+            }
+            ti.data_len = (data_off + data.len()) as u64 - ti.data_off;
+            while data.len() % 8 != 0 {
+                data.push(0);
             }
             ti.final_events = finals.get(&t).copied().unwrap_or(0);
         }

@@ -23,7 +23,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64};
 
 /// Did this change the wire? Bump it; the runtime refuses a config of another version.
-pub const PROTO_VERSION: u32 = 1;
+pub const PROTO_VERSION: u32 = 2;
 /// Config memfd (launcher -> runtime).
 pub const FD_CONFIG: i32 = 1000;
 /// Event pipe (runtime -> launcher).
@@ -121,6 +121,10 @@ pub struct ThreadIndex {
     pub digests_off: u64,
     /// Number of digests.
     pub digests_len: u64,
+    /// Offset of the thread's input data: records of `u64 event, u32 len, bytes`.
+    pub data_off: u64,
+    /// Bytes of input data.
+    pub data_len: u64,
     /// Events the thread had performed when the recording ended.
     pub final_events: u64,
 }
@@ -228,6 +232,10 @@ pub const R_START: u8 = 1;
 pub const R_RESULT: u8 = 2;
 /// Record tag: a digest checkpoint, `u64 event, u64 digest` (16 bytes).
 pub const R_DIGEST: u8 = 3;
+/// Record tag: input data, `u64 event, u32 len`, then `len` bytes (variable size).
+pub const R_DATA: u8 = 4;
+/// Largest payload of one [`R_DATA`] record; longer inputs are split.
+pub const DATA_MAX: usize = 8192;
 
 /// Frame header: `u32 len` (of tag + payload), `u8 tag`.
 pub const FRAME_HDR: usize = 5;
@@ -285,7 +293,7 @@ pub enum Frame {
 
 /// A per-thread record.
 #[cfg(feature = "std")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     /// Thread start with its creator and birth order.
     Start {
@@ -298,6 +306,8 @@ pub enum Record {
     Result(Pair),
     /// A digest checkpoint.
     Digest(Pair),
+    /// Input data read by the thread at an event.
+    Data(u64, Vec<u8>),
 }
 
 /// Errors decoding the channel.
@@ -375,6 +385,19 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
             let mut o = 4;
             while o < p.len() {
                 let t = p[o];
+                if t == R_DATA {
+                    if o + 13 > p.len() {
+                        return Err(short());
+                    }
+                    let ev = u64_at(p, o + 1);
+                    let n = u32_at(p, o + 9) as usize;
+                    if n > DATA_MAX || o + 13 + n > p.len() {
+                        return Err(DecodeError(format!("thread {tid}: data record of {n} bytes overruns its frame")));
+                    }
+                    records.push(Record::Data(ev, p[o + 13..o + 13 + n].to_vec()));
+                    o += 13 + n;
+                    continue;
+                }
                 let n = record_size(t).ok_or_else(|| DecodeError(format!("thread {tid}: unknown record tag {t}")))?;
                 if o + 1 + n > p.len() {
                     return Err(short());
@@ -440,6 +463,12 @@ pub fn encode_frame(f: &Frame) -> Vec<u8> {
                         p.push(R_START);
                         p.extend_from_slice(&parent.to_le_bytes());
                         p.extend_from_slice(&nth.to_le_bytes());
+                    }
+                    Record::Data(ev, bytes) => {
+                        p.push(R_DATA);
+                        p.extend_from_slice(&ev.to_le_bytes());
+                        p.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                        p.extend_from_slice(bytes);
                     }
                     Record::Result(x) | Record::Digest(x) => {
                         p.push(if matches!(r, Record::Result(_)) { R_RESULT } else { R_DIGEST });
@@ -522,7 +551,12 @@ mod tests {
             Frame::Stripe { stripe: 3, entries: vec![VecEntry { tid: 0, count: 4 }, VecEntry { tid: 1, count: 1 }] },
             Frame::Thread {
                 tid: 2,
-                records: vec![Record::Start { parent: 0, nth: 1 }, Record::Result(Pair { event: 5, value: 16 }), Record::Digest(Pair { event: 4096, value: 9 })],
+                records: vec![
+                    Record::Start { parent: 0, nth: 1 },
+                    Record::Result(Pair { event: 5, value: 16 }),
+                    Record::Data(6, b"hello".to_vec()),
+                    Record::Digest(Pair { event: 4096, value: 9 }),
+                ],
             },
             Frame::End { end: ProcessEnd { kind: END_EXIT, ..Default::default() }, finals: vec![(0, 10), (1, 20)] },
             Frame::Diverge { tid: 1, event: 7, message: "differs".into() },

@@ -191,6 +191,50 @@ pub fn log_pair(t: &mut Thread, tag: u8, a: u64, b: u64) {
     unlock_log(t);
 }
 
+/// Log input bytes read at the current event (split into records of at most DATA_MAX).
+pub fn log_data(t: &mut Thread, bytes: &[u8]) {
+    let e = t.events.load(Ordering::Relaxed);
+    for chunk in bytes.chunks(DATA_MAX) {
+        lock_log(t);
+        if t.log_len + 13 + chunk.len() > LOG_BUF - FRAME_HDR - 4 {
+            flush_log_locked(t);
+        }
+        let o = FRAME_HDR + 4 + t.log_len;
+        t.log[o] = R_DATA;
+        t.log[o + 1..o + 9].copy_from_slice(&e.to_le_bytes());
+        t.log[o + 9..o + 13].copy_from_slice(&(chunk.len() as u32).to_le_bytes());
+        t.log[o + 13..o + 13 + chunk.len()].copy_from_slice(chunk);
+        t.log_len += 13 + chunk.len();
+        unlock_log(t);
+    }
+}
+
+/// Replay: fill `out` with the input bytes the recording read at this event.
+pub fn take_data(t: &mut Thread, out: &mut [u8]) {
+    let e = t.events.load(Ordering::Relaxed);
+    let Some(ti) = state::thread_index(t.tid) else {
+        diverge(t, e, format_args!("thread {} did not exist in the recording", t.tid));
+    };
+    // SAFETY: the data area was bounds-checked at init.
+    let area = unsafe { core::slice::from_raw_parts((crate::layout::CONFIG_ADDR + ti.data_off) as *const u8, ti.data_len as usize) };
+    let mut filled = 0;
+    while filled < out.len() {
+        let o = t.next_data;
+        if o + 12 > area.len() {
+            leap::release_held(t);
+            leap::park_forever(t.tid, ST_AT_END);
+        }
+        let ev = u64::from_le_bytes(area[o..o + 8].try_into().unwrap());
+        let n = u32::from_le_bytes(area[o + 8..o + 12].try_into().unwrap()) as usize;
+        if ev != e || o + 12 + n > area.len() || filled + n > out.len() {
+            diverge(t, e, format_args!("thread {} diverged at event {}: it reads {} input bytes where the recording read data at event {}", t.tid, e, out.len(), ev));
+        }
+        out[filled..filled + n].copy_from_slice(&area[o + 12..o + 12 + n]);
+        filled += n;
+        t.next_data = o + 12 + n;
+    }
+}
+
 /// Append the thread-start record.
 pub fn log_start(t: &mut Thread) {
     lock_log(t);

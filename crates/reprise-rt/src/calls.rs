@@ -105,3 +105,56 @@ pub unsafe extern "C" fn sched_yield() -> c_int {
     }
     unsafe { real::sched_yield() }
 }
+
+/// Pseudo-objects whose stripes order I/O per file descriptor.
+static FD_OBJS: [u64; 1024] = [0; 1024];
+
+/// Safe point, then an ordered event on descriptor `fd`. Returns 0 when not active.
+#[no_mangle]
+pub extern "C" fn reprise_fd_event(fd: c_int) -> c_int {
+    let i = (fd.max(0) as usize).min(FD_OBJS.len() - 1);
+    reprise_ordered(core::ptr::addr_of!(FD_OBJS[i]).cast())
+}
+
+/// Whether this thread is replaying.
+#[no_mangle]
+pub extern "C" fn reprise_io_replaying() -> c_int {
+    (reprise_active() != 0 && replaying()) as c_int
+}
+
+/// A value that must be the same in replay as recorded (a result re-executed in replay, the
+/// hash of data written): recorded, and compared in replay.
+#[no_mangle]
+pub extern "C" fn reprise_io_check(live: u64, what: *const core::ffi::c_char) -> u64 {
+    let Some(e) = enter() else { return live };
+    let t = e.t();
+    access::fold_pending(t);
+    if replaying() {
+        let want = access::result(t, None);
+        if want != live {
+            // SAFETY: `what` is a NUL-terminated literal from the C shim.
+            let w = unsafe { core::ffi::CStr::from_ptr(what) }.to_str().unwrap_or("?");
+            let ev = t.events.load(Ordering::Relaxed);
+            access::diverge(t, ev, format_args!("thread {} diverged at event {}: {} gave {:#x}, the recording {:#x}", t.tid, ev, w, live, want));
+        }
+        live
+    } else {
+        access::result(t, Some(live))
+    }
+}
+
+/// Input bytes: recorded while recording; copied from the trace into `buf` in replay.
+#[no_mangle]
+pub unsafe extern "C" fn reprise_io_data(buf: *mut u8, len: usize) {
+    if len == 0 {
+        return;
+    }
+    let Some(e) = enter() else { return };
+    let t = e.t();
+    // SAFETY: buf holds `len` bytes the real call wrote (record) or will receive (replay).
+    let b = unsafe { core::slice::from_raw_parts_mut(buf, len) };
+    if replaying() {
+        access::take_data(t, b);
+    }
+    access::log_data(t, b);
+}

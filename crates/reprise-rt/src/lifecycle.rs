@@ -28,11 +28,57 @@ pub fn after_init() {
             libc::sigaction(sig, &sa, core::ptr::null_mut());
         }
     }
+    // rdtsc/rdtscp trap (SIGSEGV) so their values are recorded and replayed; inherited by
+    // every thread created afterwards.
+    // SAFETY: prctl with constant arguments.
+    unsafe { sys::syscall6(libc::SYS_prctl, libc::PR_SET_TSC as u64, libc::PR_TSC_SIGSEGV as u64, 0, 0, 0, 0) };
     let t = state::cur();
     if !t.is_null() {
         // SAFETY: the main thread's own slot.
         access::log_start(unsafe { &mut *t });
     }
+}
+
+/// If the fault is a trapped `rdtsc`/`rdtscp`, emulate it: the value is a recorded input.
+/// Returns true when handled (the instruction is skipped).
+fn emulate_tsc(ctx: *mut libc::c_void) -> bool {
+    if ctx.is_null() {
+        return false;
+    }
+    // SAFETY: ctx is the kernel's ucontext for this synchronous SIGSEGV; RIP points at the
+    // faulting instruction in the program's (readable) text.
+    let uc = unsafe { &mut *(ctx as *mut libc::ucontext_t) };
+    let g = &mut uc.uc_mcontext.gregs;
+    let rip = g[libc::REG_RIP as usize] as usize;
+    let insn = unsafe { core::ptr::read_unaligned(rip as *const [u8; 3]) };
+    let len = match insn {
+        [0x0f, 0x31, _] => 2,
+        [0x0f, 0x01, 0xf9] => 3,
+        _ => return false,
+    };
+    let Some(e) = crate::entry::enter() else { return false };
+    let t = e.t();
+    access::fold_pending(t);
+    let (v, aux) = if state::REPLAY.load(Ordering::Relaxed) {
+        (access::result(t, None), access::result(t, None))
+    } else {
+        let mut aux = 0u32;
+        // SAFETY: enabling the TSC for this thread only long enough to read it.
+        let v = unsafe {
+            sys::syscall6(libc::SYS_prctl, libc::PR_SET_TSC as u64, libc::PR_TSC_ENABLE as u64, 0, 0, 0, 0);
+            let v = if len == 2 { core::arch::x86_64::_rdtsc() } else { core::arch::x86_64::__rdtscp(&mut aux) };
+            sys::syscall6(libc::SYS_prctl, libc::PR_SET_TSC as u64, libc::PR_TSC_SIGSEGV as u64, 0, 0, 0, 0);
+            v
+        };
+        (access::result(t, Some(v)), access::result(t, Some(aux as u64)))
+    };
+    g[libc::REG_RAX as usize] = (v & 0xffff_ffff) as i64;
+    g[libc::REG_RDX as usize] = (v >> 32) as i64;
+    if len == 3 {
+        g[libc::REG_RCX as usize] = aux as u32 as i64;
+    }
+    g[libc::REG_RIP as usize] = (rip + len) as i64;
+    true
 }
 
 /// A stack for thread `id` of `size` bytes (plus a guard page) in its fixed window.
@@ -75,7 +121,10 @@ extern "C" fn at_exit() {
     finish(t, end);
 }
 
-extern "C" fn on_fault(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+extern "C" fn on_fault(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    if sig == libc::SIGSEGV && emulate_tsc(ctx) {
+        return;
+    }
     let t = state::cur();
     let m = state::mode();
     if !t.is_null() && (m == state::M_RECORD || m == state::M_REPLAY) {

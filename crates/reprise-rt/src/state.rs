@@ -75,6 +75,8 @@ pub struct Thread {
     pub next_result: usize,
     /// See `next_result`.
     pub next_digest: usize,
+    /// Replay cursor (bytes) into this thread's recorded input data.
+    pub next_data: usize,
     /// Jitter PRNG state.
     pub rng: u64,
     /// Start routine and argument of a created thread.
@@ -208,7 +210,10 @@ fn validate_config(size: usize) -> Result<(), &'static str> {
         }
         for t in 0..c.nthreads {
             let ti = thread_index(t).unwrap();
-            if !in_config::<Pair>(ti.results_off, ti.results_len) || !in_config::<Pair>(ti.digests_off, ti.digests_len) {
+            if !in_config::<Pair>(ti.results_off, ti.results_len)
+                || !in_config::<Pair>(ti.digests_off, ti.digests_len)
+                || !in_config::<u8>(ti.data_off & !7, ti.data_len + (ti.data_off & 7))
+            {
                 return Err("thread records out of bounds");
             }
         }

@@ -1,0 +1,66 @@
+/* timestamps.c - reads the clocks: clock_gettime(CLOCK_MONOTONIC and
+ * CLOCK_REALTIME), time(NULL) and gettimeofday(), in main and in a second
+ * thread, then measures a usleep(2000) with each clock.  Every value varies
+ * run to run; a faithful replay must reproduce them. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+struct snap {
+    struct timespec mono, real;
+    time_t t;
+    struct timeval tv;
+};
+
+static void take(struct snap *s)
+{
+    clock_gettime(CLOCK_MONOTONIC, &s->mono);
+    clock_gettime(CLOCK_REALTIME, &s->real);
+    s->t = time(NULL);
+    gettimeofday(&s->tv, NULL);
+}
+
+static long long ns(const struct timespec *a) { return (long long)a->tv_sec * 1000000000LL + a->tv_nsec; }
+static long long us(const struct timeval *a) { return (long long)a->tv_sec * 1000000LL + a->tv_usec; }
+
+static void show(const char *who, const struct snap *s)
+{
+    printf("%s: mono=%lld.%09ld real=%lld.%09ld time=%lld tod=%lld.%06ld\n", who,
+           (long long)s->mono.tv_sec, s->mono.tv_nsec, (long long)s->real.tv_sec, s->real.tv_nsec,
+           (long long)s->t, (long long)s->tv.tv_sec, (long)s->tv.tv_usec);
+}
+
+static void *other(void *arg)
+{
+    struct snap *s = arg;
+    take(&s[0]);
+    usleep(2000);
+    take(&s[1]);
+    return NULL;
+}
+
+int main(void)
+{
+    struct snap a, b, th[2];
+    pthread_t t;
+    take(&a);
+    pthread_create(&t, NULL, other, th);
+    usleep(2000);
+    take(&b);
+    pthread_join(t, NULL);
+    show("main before", &a);
+    show("main after ", &b);
+    show("thread before", &th[0]);
+    show("thread after ", &th[1]);
+    printf("main usleep(2000): mono=%lld ns real=%lld ns tod=%lld us time=%lld s\n",
+           ns(&b.mono) - ns(&a.mono), ns(&b.real) - ns(&a.real), us(&b.tv) - us(&a.tv),
+           (long long)(b.t - a.t));
+    printf("thread usleep(2000): mono=%lld ns\n", ns(&th[1].mono) - ns(&th[0].mono));
+    printf("thread started %lld ns after main's first reading; monotonic non-decreasing: %s\n",
+           ns(&th[0].mono) - ns(&a.mono), ns(&b.mono) >= ns(&a.mono) ? "yes" : "no");
+    return 0;
+}
