@@ -18,6 +18,8 @@ pub struct ThreadRec {
     pub digests: Vec<Pair>,
     /// Input data records (event, bytes) in order.
     pub data: Vec<(u64, Vec<u8>)>,
+    /// Asynchronous signal deliveries (runtime entry, signal) in order.
+    pub signals: Vec<Pair>,
 }
 
 /// Everything the runtime reported for one run.
@@ -65,6 +67,7 @@ impl Recording {
                         Record::Result(p) => t.results.push(p),
                         Record::Digest(p) => t.digests.push(p),
                         Record::Data(ev, b) => t.data.push((ev, b)),
+                        Record::Signal(p) => t.signals.push(p),
                     }
                 }
             }
@@ -142,6 +145,11 @@ impl Recording {
             ti.digests_off = (data_off + data.len()) as u64;
             ti.digests_len = rec.digests.len() as u64;
             for p in &rec.digests {
+                put(&mut data, p);
+            }
+            ti.signals_off = (data_off + data.len()) as u64;
+            ti.signals_len = rec.signals.len() as u64;
+            for p in &rec.signals {
                 put(&mut data, p);
             }
             ti.data_off = (data_off + data.len()) as u64;

@@ -64,6 +64,9 @@ pub fn compare(rec: &RunOutput<'_>, rep: &RunOutput<'_>) -> Result<(), String> {
                 y.map(|p| format!("digest {:#018x} at event {}", p.value, p.event)).unwrap_or("nothing".into())
             ));
         }
+        if a.signals != b.signals {
+            return Err(format!("thread {tid}: signal deliveries differ: recorded {:?}, replayed {:?}", a.signals, b.signals));
+        }
         if let Some(i) = (0..a.data.len().max(b.data.len())).find(|&i| a.data.get(i) != b.data.get(i)) {
             return Err(format!("thread {tid}: input record {i} differs between the recording and the replay"));
         }

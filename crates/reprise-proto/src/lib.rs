@@ -23,7 +23,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64};
 
 /// Did this change the wire? Bump it; the runtime refuses a config of another version.
-pub const PROTO_VERSION: u32 = 2;
+pub const PROTO_VERSION: u32 = 3;
 /// Config memfd (launcher -> runtime).
 pub const FD_CONFIG: i32 = 1000;
 /// Event pipe (runtime -> launcher).
@@ -125,6 +125,10 @@ pub struct ThreadIndex {
     pub data_off: u64,
     /// Bytes of input data.
     pub data_len: u64,
+    /// Offset of `[Pair; signals_len]`: (runtime entry, signal number) deliveries.
+    pub signals_off: u64,
+    /// Number of signal deliveries.
+    pub signals_len: u64,
     /// Events the thread had performed when the recording ended.
     pub final_events: u64,
 }
@@ -234,6 +238,8 @@ pub const R_RESULT: u8 = 2;
 pub const R_DIGEST: u8 = 3;
 /// Record tag: input data, `u64 event, u32 len`, then `len` bytes (variable size).
 pub const R_DATA: u8 = 4;
+/// Record tag: an asynchronous signal delivered at runtime entry `u64`, number `u64` (16 bytes).
+pub const R_SIGNAL: u8 = 5;
 /// Largest payload of one [`R_DATA`] record; longer inputs are split.
 pub const DATA_MAX: usize = 8192;
 
@@ -250,7 +256,7 @@ pub fn put_frame_header(buf: &mut [u8], tag: u8, payload_len: usize) {
 pub fn record_size(t: u8) -> Option<usize> {
     match t {
         R_START => Some(8),
-        R_RESULT | R_DIGEST => Some(16),
+        R_RESULT | R_DIGEST | R_SIGNAL => Some(16),
         _ => None,
     }
 }
@@ -308,6 +314,8 @@ pub enum Record {
     Digest(Pair),
     /// Input data read by the thread at an event.
     Data(u64, Vec<u8>),
+    /// An asynchronous signal delivered at a runtime entry (entry index, signal).
+    Signal(Pair),
 }
 
 /// Errors decoding the channel.
@@ -406,6 +414,7 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
                 records.push(match t {
                     R_START => Record::Start { parent: u32_at(b, 0), nth: u32_at(b, 4) },
                     R_RESULT => Record::Result(Pair { event: u64_at(b, 0), value: u64_at(b, 8) }),
+                    R_SIGNAL => Record::Signal(Pair { event: u64_at(b, 0), value: u64_at(b, 8) }),
                     _ => Record::Digest(Pair { event: u64_at(b, 0), value: u64_at(b, 8) }),
                 });
                 o += 1 + n;
@@ -470,8 +479,12 @@ pub fn encode_frame(f: &Frame) -> Vec<u8> {
                         p.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
                         p.extend_from_slice(bytes);
                     }
-                    Record::Result(x) | Record::Digest(x) => {
-                        p.push(if matches!(r, Record::Result(_)) { R_RESULT } else { R_DIGEST });
+                    Record::Result(x) | Record::Digest(x) | Record::Signal(x) => {
+                        p.push(match r {
+                            Record::Result(_) => R_RESULT,
+                            Record::Digest(_) => R_DIGEST,
+                            _ => R_SIGNAL,
+                        });
                         p.extend_from_slice(&x.event.to_le_bytes());
                         p.extend_from_slice(&x.value.to_le_bytes());
                     }

@@ -53,6 +53,12 @@ pub fn enter() -> Option<Entry> {
         crate::leap::release_held(th);
         crate::leap::park_forever(th.tid, reprise_proto::ST_AT_END);
     }
+    // SAFETY: t is this thread's own slot.
+    let th = unsafe { &mut *t };
+    th.entries += 1;
+    if th.entries == th.next_sig_at || th.sig_pending.load(core::sync::atomic::Ordering::Relaxed) != 0 {
+        crate::signals::deliver(th);
+    }
     IN_RT.with(|c| c.set(true));
     Some(Entry { t })
 }

@@ -25,7 +25,7 @@ pub fn after_init() {
             let mut sa: libc::sigaction = core::mem::zeroed();
             sa.sa_sigaction = on_fault as extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) as usize;
             sa.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
-            libc::sigaction(sig, &sa, core::ptr::null_mut());
+            crate::signals::install(sig, &sa);
         }
     }
     // rdtsc/rdtscp trap (SIGSEGV) so their values are recorded and replayed; inherited by
@@ -140,7 +140,9 @@ extern "C" fn on_fault(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_v
     // instruction (or abort() raises again).
     // SAFETY: resetting a disposition to SIG_DFL.
     unsafe {
-        libc::signal(sig, libc::SIG_DFL);
+        let mut dfl: libc::sigaction = core::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        crate::signals::install(sig, &dfl);
         if sig == libc::SIGTRAP {
             libc::raise(sig);
         }

@@ -77,6 +77,14 @@ pub struct Thread {
     pub next_digest: usize,
     /// Replay cursor (bytes) into this thread's recorded input data.
     pub next_data: usize,
+    /// Runtime entries so far (the position of asynchronous signal deliveries).
+    pub entries: u64,
+    /// Record: asynchronous signals caught and not yet delivered (bit per signal).
+    pub sig_pending: AtomicU64,
+    /// Replay: entry index of the next recorded delivery (u64::MAX: none).
+    pub next_sig_at: u64,
+    /// Replay cursor into this thread's recorded deliveries.
+    pub next_sig: usize,
     /// Jitter PRNG state.
     pub rng: u64,
     /// Start routine and argument of a created thread.
@@ -213,6 +221,7 @@ fn validate_config(size: usize) -> Result<(), &'static str> {
             if !in_config::<Pair>(ti.results_off, ti.results_len)
                 || !in_config::<Pair>(ti.digests_off, ti.digests_len)
                 || !in_config::<u8>(ti.data_off & !7, ti.data_len + (ti.data_off & 7))
+                || !in_config::<Pair>(ti.signals_off, ti.signals_len)
             {
                 return Err("thread records out of bounds");
             }
@@ -292,6 +301,16 @@ pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
     th.digest = 0xcbf2_9ce4_8422_2325 ^ tid as u64;
     th.rng = JITTER.load(Ordering::Relaxed) ^ ((tid as u64 + 1) * 0x9E37_79B9_7F4A_7C15);
     th.log_len = 0;
+    th.entries = 0;
+    th.next_sig = 0;
+    th.next_sig_at = u64::MAX;
+    if REPLAY.load(Ordering::Relaxed) {
+        if let Some(ti) = thread_index(tid) {
+            if let Some(p) = pairs(ti.signals_off, ti.signals_len).first() {
+                th.next_sig_at = p.event;
+            }
+        }
+    }
     status(tid).state.store(ST_RUNNING, Ordering::Relaxed);
     status(tid).stripe.store(NO_STRIPE, Ordering::Relaxed);
     status_header().nthreads.fetch_max(tid + 1, Ordering::Relaxed);

@@ -1,0 +1,214 @@
+//! Asynchronous signals: deferred to a runtime entry while recording, injected at the same
+//! entry in replay (DESIGN.md, "Signals"). Without performance counters nothing finer than
+//! "the same runtime entry" is possible.
+//!
+//! The program's handlers are wrapped: `sigaction`/`signal` store the program's handler and
+//! install [`on_async`], which only marks the signal pending on the thread it landed on. The
+//! thread's next runtime entry logs (entry index, signal) and runs the program's handler. In
+//! replay, timers (`alarm`, `setitimer`, `timer_settime`) are not armed, real asynchronous
+//! signals for wrapped handlers are dropped, and each recorded delivery is made when the thread
+//! reaches the recorded entry. Synchronous signals (faults) keep the fault path of
+//! [`crate::lifecycle`].
+#![allow(unsafe_code)]
+#![allow(missing_docs)]
+
+use crate::access;
+use crate::state::{self, Thread, IN_RT};
+use core::ffi::{c_int, c_void};
+use core::sync::atomic::{AtomicUsize, Ordering};
+use reprise_proto::R_SIGNAL;
+
+const NSIG: usize = 65;
+/// The program's handler (sa_sigaction or sa_handler) per signal; 0 = not wrapped.
+static PROG: [AtomicUsize; NSIG] = [const { AtomicUsize::new(0) }; NSIG];
+/// Whether the program's handler takes siginfo (SA_SIGINFO).
+static SIGINFO: [AtomicUsize; NSIG] = [const { AtomicUsize::new(0) }; NSIG];
+
+fn synchronous(sig: c_int) -> bool {
+    matches!(sig, libc::SIGSEGV | libc::SIGBUS | libc::SIGFPE | libc::SIGILL | libc::SIGABRT | libc::SIGTRAP | libc::SIGSYS | libc::SIGKILL | libc::SIGSTOP)
+}
+
+fn active() -> bool {
+    let m = state::mode();
+    m == state::M_RECORD || m == state::M_REPLAY
+}
+
+type SigactionFn = unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
+
+fn real_sigaction() -> SigactionFn {
+    static P: AtomicUsize = AtomicUsize::new(0);
+    let mut p = P.load(Ordering::Relaxed);
+    if p == 0 {
+        // SAFETY: NUL-terminated name; RTLD_NEXT finds libc's sigaction.
+        p = unsafe { libc::dlsym(libc::RTLD_NEXT, c"sigaction".as_ptr()) } as usize;
+        P.store(p, Ordering::Relaxed);
+    }
+    // SAFETY: p is libc's sigaction, of this type.
+    unsafe { core::mem::transmute(p) }
+}
+
+/// Install a handler through libc, bypassing our interposer (the runtime's own handlers).
+pub fn install(sig: c_int, act: &libc::sigaction) {
+    // SAFETY: a valid sigaction for a valid signal number.
+    unsafe { real_sigaction()(sig, act, core::ptr::null_mut()) };
+}
+
+extern "C" fn on_async(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
+    let t = state::cur();
+    if t.is_null() || !active() {
+        return call_program(sig);
+    }
+    if state::REPLAY.load(Ordering::Relaxed) {
+        return; // replay injects recorded deliveries only
+    }
+    // SAFETY: the current thread's own slot; sig_pending is atomic.
+    unsafe { (*t).sig_pending.fetch_or(1 << sig, Ordering::SeqCst) };
+}
+
+fn call_program(sig: c_int) {
+    let h = PROG[sig as usize].load(Ordering::Relaxed);
+    if h == 0 || h == libc::SIG_IGN || h == libc::SIG_DFL {
+        return;
+    }
+    // SAFETY: h is the handler the program installed for `sig`, called with the signature it
+    // declared (SA_SIGINFO or not); siginfo carries the signal number, no context.
+    unsafe {
+        if SIGINFO[sig as usize].load(Ordering::Relaxed) != 0 {
+            let mut info: libc::siginfo_t = core::mem::zeroed();
+            info.si_signo = sig;
+            let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) = core::mem::transmute(h);
+            f(sig, &mut info, core::ptr::null_mut());
+        } else {
+            let f: extern "C" fn(c_int) = core::mem::transmute(h);
+            f(sig);
+        }
+    }
+}
+
+/// Deliver what is due at this entry (called by `entry::enter` outside runtime state, so the
+/// handler's own accesses are recorded like any other code of the thread).
+#[cold]
+pub fn deliver(t: &mut Thread) {
+    let e = t.entries;
+    if state::REPLAY.load(Ordering::Relaxed) {
+        while t.next_sig_at == e {
+            let Some(ti) = state::thread_index(t.tid) else { return };
+            let list = state::pairs(ti.signals_off, ti.signals_len);
+            let sig = list[t.next_sig].value as c_int;
+            t.next_sig += 1;
+            t.next_sig_at = list.get(t.next_sig).map(|p| p.event).unwrap_or(u64::MAX);
+            IN_RT.with(|c| c.set(true));
+            access::log_pair(t, R_SIGNAL, e, sig as u64);
+            IN_RT.with(|c| c.set(false));
+            call_program(sig);
+        }
+        return;
+    }
+    let pending = t.sig_pending.swap(0, Ordering::SeqCst);
+    for sig in 1..NSIG as c_int {
+        if pending & (1 << sig) != 0 {
+            IN_RT.with(|c| c.set(true));
+            access::log_pair(t, R_SIGNAL, e, sig as u64);
+            IN_RT.with(|c| c.set(false));
+            call_program(sig);
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
+    if state::mode() == state::M_UNINIT {
+        state::init();
+    }
+    let wrapped_before = (sig as usize) < NSIG && PROG[sig as usize].load(Ordering::Relaxed) != 0;
+    let prev = if (sig as usize) < NSIG { PROG[sig as usize].load(Ordering::Relaxed) } else { 0 };
+    if act.is_null() || synchronous(sig) || !active() || sig <= 0 || sig as usize >= NSIG {
+        // SAFETY: forwarded unchanged.
+        let r = unsafe { real_sigaction()(sig, act, old) };
+        if r == 0 && !old.is_null() && wrapped_before {
+            // SAFETY: old is the caller's out-parameter, just filled.
+            unsafe { (*old).sa_sigaction = prev };
+        }
+        return r;
+    }
+    // SAFETY: act is the caller's valid sigaction.
+    let a = unsafe { *act };
+    let h = a.sa_sigaction;
+    if h == libc::SIG_IGN || h == libc::SIG_DFL {
+        PROG[sig as usize].store(0, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged.
+        let r = unsafe { real_sigaction()(sig, act, old) };
+        if r == 0 && !old.is_null() && wrapped_before {
+            unsafe { (*old).sa_sigaction = prev };
+        }
+        return r;
+    }
+    PROG[sig as usize].store(h, Ordering::Relaxed);
+    SIGINFO[sig as usize].store((a.sa_flags & libc::SA_SIGINFO != 0) as usize, Ordering::Relaxed);
+    let mut ours = a;
+    ours.sa_sigaction = on_async as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize;
+    ours.sa_flags |= libc::SA_SIGINFO | libc::SA_RESTART;
+    // SAFETY: a valid sigaction derived from the caller's.
+    let r = unsafe { real_sigaction()(sig, &ours, old) };
+    if r == 0 && !old.is_null() && wrapped_before {
+        unsafe { (*old).sa_sigaction = prev };
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    // SAFETY: building a plain sigaction; `sigaction` above does the rest.
+    unsafe {
+        let mut a: libc::sigaction = core::mem::zeroed();
+        a.sa_sigaction = h;
+        a.sa_flags = libc::SA_RESTART;
+        let mut old: libc::sigaction = core::mem::zeroed();
+        if sigaction(sig, &a, &mut old) != 0 {
+            return libc::SIG_ERR;
+        }
+        old.sa_sigaction
+    }
+}
+
+/// A timer call: performed while recording (result recorded), not armed in replay.
+fn timer_call(f: impl FnOnce() -> c_int, old: *mut c_void, old_size: usize) -> c_int {
+    let Some(e) = crate::entry::enter() else { return f() };
+    let t = e.t();
+    access::safe_point(t);
+    if state::REPLAY.load(Ordering::Relaxed) {
+        if !old.is_null() {
+            // SAFETY: the caller's out-parameter of old_size bytes.
+            unsafe { core::ptr::write_bytes(old as *mut u8, 0, old_size) };
+        }
+        access::result(t, None) as u32 as c_int
+    } else {
+        let r = f();
+        access::result(t, Some(r as u32 as u64));
+        r
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn setitimer(which: c_int, new: *const libc::itimerval, old: *mut libc::itimerval) -> c_int {
+    type F = unsafe extern "C" fn(c_int, *const libc::itimerval, *mut libc::itimerval) -> c_int;
+    // SAFETY: libc's setitimer has this type.
+    let real: F = unsafe { core::mem::transmute(libc::dlsym(libc::RTLD_NEXT, c"setitimer".as_ptr())) };
+    timer_call(|| unsafe { real(which, new, old) }, old.cast(), core::mem::size_of::<libc::itimerval>())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn alarm(s: libc::c_uint) -> libc::c_uint {
+    type F = unsafe extern "C" fn(libc::c_uint) -> libc::c_uint;
+    // SAFETY: libc's alarm has this type.
+    let real: F = unsafe { core::mem::transmute(libc::dlsym(libc::RTLD_NEXT, c"alarm".as_ptr())) };
+    timer_call(|| unsafe { real(s) as c_int }, core::ptr::null_mut(), 0) as libc::c_uint
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn timer_settime(id: *mut c_void, flags: c_int, new: *const libc::itimerspec, old: *mut libc::itimerspec) -> c_int {
+    type F = unsafe extern "C" fn(*mut c_void, c_int, *const libc::itimerspec, *mut libc::itimerspec) -> c_int;
+    // SAFETY: libc's timer_settime has this type.
+    let real: F = unsafe { core::mem::transmute(libc::dlsym(libc::RTLD_NEXT, c"timer_settime".as_ptr())) };
+    timer_call(|| unsafe { real(id, flags, new, old) }, old.cast(), core::mem::size_of::<libc::itimerspec>())
+}
