@@ -54,6 +54,13 @@ enum Cmd {
         /// `full` checkpoints every event (same as --checkpoint 1).
         #[arg(long)]
         verify: Option<String>,
+        /// Re-execute regular-file reads in replay, checked by hash, instead of recording their
+        /// data (smaller traces; replay fails clearly if a file changed).
+        #[arg(long, conflicts_with = "portable")]
+        hash_reads: bool,
+        /// Record regular-file contents so the trace replays without the input files (default).
+        #[arg(long)]
+        portable: bool,
         /// The program and its arguments.
         #[arg(trailing_var_arg = true, required = true)]
         cmd: Vec<OsString>,
@@ -106,7 +113,7 @@ fn main() {
     let r = match cli.cmd {
         Cmd::Cc { args } => cc::run(false, args),
         Cmd::Cxx { args } => cc::run(true, args),
-        Cmd::Record { output, strategy, checkpoint, verify, cmd } => {
+        Cmd::Record { output, strategy, checkpoint, verify, hash_reads, portable: _, cmd } => {
             let checkpoint = match verify.as_deref() {
                 Some("full") => 1,
                 Some("default") | None => checkpoint,
@@ -115,7 +122,7 @@ fn main() {
                     std::process::exit(2);
                 }
             };
-            record::record(record::RecordOpts { output, strategy, checkpoint, cmd })
+            record::record(record::RecordOpts { output, strategy, checkpoint, cmd, hash_reads })
         }
         Cmd::Replay { trace, jitter, timeout } => {
             replay::replay(replay::ReplayOpts { trace, jitter, timeout: timeout.map(std::time::Duration::from_secs) })

@@ -19,6 +19,8 @@ pub struct RecordOpts {
     pub checkpoint: u64,
     /// Program and arguments.
     pub cmd: Vec<std::ffi::OsString>,
+    /// Re-execute regular-file reads in replay (checked by hash) instead of recording them.
+    pub hash_reads: bool,
 }
 
 /// Resolve the program like execvp would.
@@ -138,7 +140,7 @@ pub fn record(o: RecordOpts) -> Result<i32> {
         stripes: reprise_proto::STRIPES as u32,
         checkpoint_interval: o.checkpoint,
         created_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
-        extra: Default::default(),
+        extra: [("hash_reads".to_string(), o.hash_reads.to_string())].into_iter().collect(),
     };
     let f = std::fs::File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
     let w = TraceWriter::new(BufWriter::new(f), &header)?;
@@ -148,7 +150,7 @@ pub fn record(o: RecordOpts) -> Result<i32> {
         env: header.env.clone(),
         cwd: header.cwd.clone(),
         rlimit_stack: header.rlimit_stack,
-        config: record_config(o.checkpoint),
+        config: record_config(o.checkpoint, if o.hash_reads { reprise_proto::FLAG_HASH_READS } else { 0 }),
         watchdog: None,
     };
     let mut sink = RecordSink { w, ev: Vec::new(), out: Vec::new(), err: Vec::new(), last: Instant::now(), rec: Recording::default(), pending: Vec::new() };

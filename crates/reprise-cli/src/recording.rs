@@ -170,6 +170,7 @@ impl Recording {
             mode: Mode::Replay as u32,
             checkpoint_interval: checkpoint,
             jitter_seed: jitter,
+            flags: 0,
             stripes: STRIPES as u32,
             nthreads,
             stripe_index_off: sidx_off as u64,
@@ -191,13 +192,14 @@ impl Recording {
 }
 
 /// The config of a recording run.
-pub fn record_config(checkpoint: u64) -> Vec<u8> {
+pub fn record_config(checkpoint: u64, flags: u64) -> Vec<u8> {
     let hdr = ConfigHeader {
         magic: CONFIG_MAGIC,
         version: PROTO_VERSION,
         mode: Mode::Record as u32,
         checkpoint_interval: checkpoint,
         stripes: STRIPES as u32,
+        flags,
         ..Default::default()
     };
     // SAFETY: ConfigHeader is repr(C) plain data.

@@ -77,6 +77,8 @@ pub struct ConfigHeader {
     pub checkpoint_interval: u64,
     /// Seed of replay jitter (random delays at callbacks); 0 = none.
     pub jitter_seed: u64,
+    /// Flags: [`FLAG_HASH_READS`].
+    pub flags: u64,
     /// Number of stripes; must equal [`STRIPES`].
     pub stripes: u32,
     /// Number of threads in the recording (replay only).
@@ -88,6 +90,10 @@ pub struct ConfigHeader {
     /// The recorded end of the process (replay only).
     pub end: ProcessEnd,
 }
+
+/// Config flag: regular-file reads are re-executed in replay and checked by hash, instead of
+/// recorded (smaller traces; the files must be unchanged at replay).
+pub const FLAG_HASH_READS: u64 = 1;
 
 /// Where one stripe's access vector lives in the config memfd.
 #[repr(C)]

@@ -211,10 +211,10 @@ long syscall(long n, ...)
 }
 
 /* ---- inputs and outputs on file descriptors ------------------------------------------------
- * Classes (seed 002, 2.2.3). Reads: data from pipes, sockets, terminals, stdin, /proc and /sys,
- * and from regular files this program itself wrote, is *recordable*: recorded, and given back
- * in replay without reading. Other regular-file reads are *repeatable*: re-executed in replay
- * and checked by hash. Writes to stdout/stderr are reproduced (performed, checked); every
+ * Classes (seed 002, 2.2.3). Reads are *recordable*: the data is recorded and given back in
+ * replay without reading. With `reprise record --hash-reads`, reads of regular files the
+ * program has not written (not /proc or /sys) are *repeatable* instead: re-executed in replay
+ * and checked by hash (small traces; replay then needs the same files). Writes to stdout/stderr are reproduced (performed, checked); every
  * other write is *revocable*: performed while recording, not performed in replay, checked by
  * hash. Socket set-up calls are recorded results; in replay they create placeholder
  * descriptors with the recorded numbers and touch no network.
@@ -263,9 +263,11 @@ static void mark_written(int fd)
 }
 
 /* How a read of fd goes (decided while recording). */
+extern int reprise_hash_reads(void);
+
 static int read_class(int fd)
 {
-    if (fd == 0) return IO_EMULATE;
+    if (fd == 0 || !reprise_hash_reads()) return IO_EMULATE;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return IO_EMULATE;
     struct statfs fs;
@@ -335,7 +337,7 @@ static long do_read(int fd, void *buf, size_t n, long (*real)(int, void *, size_
     }
     long r = real(fd, buf, n, extra);
     int e = errno;
-    reprise_io_check((uint64_t)r, "a re-executed file read");
+    reprise_io_check((uint64_t)r, "the length of a re-executed file read (the file changed since the recording)");
     if (r > 0) reprise_io_check(hash_bytes(buf, (size_t)r), "the data of a re-executed file read (the file changed since the recording)");
     errno = e;
     return r;
@@ -394,7 +396,7 @@ ssize_t readv(int fd, const struct iovec *iov, int cnt)
     }
     long r = real_readv(fd, iov, cnt);
     int e = errno;
-    reprise_io_check((uint64_t)r, "a re-executed file read");
+    reprise_io_check((uint64_t)r, "the length of a re-executed file read (the file changed since the recording)");
     if (r > 0) reprise_io_check(hash_iov(iov, cnt, r), "the data of a re-executed file read (the file changed since the recording)");
     errno = e;
     return r;

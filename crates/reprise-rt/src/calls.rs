@@ -158,3 +158,10 @@ pub unsafe extern "C" fn reprise_io_data(buf: *mut u8, len: usize) {
     }
     access::log_data(t, b);
 }
+
+/// Whether regular-file reads are re-executed and hash-checked (`--hash-reads`) rather than
+/// recorded. Decided at record time; replay follows the recorded class of each read.
+#[no_mangle]
+pub extern "C" fn reprise_hash_reads() -> c_int {
+    (reprise_active() != 0 && state::config().flags & reprise_proto::FLAG_HASH_READS != 0) as c_int
+}

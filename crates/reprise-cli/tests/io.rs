@@ -1,0 +1,93 @@
+//! Inputs and the outside world: stdin data is recorded and replayed without the input, a
+//! program appending to a log file does not append again in replay, and a Makefile project
+//! builds with `make CC="reprise cc"` and replays verified.
+
+mod common;
+use common::*;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+#[test]
+fn stdin_is_recorded_and_replayed_without_it() {
+    let p = program("stdin_pipe");
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let input: String = (0..20000).map(|i| format!("{i}\n")).collect();
+    for i in 0..5 {
+        let t = w.path(&format!("stdin-{i}.trace"));
+        let mut c = w.cmd();
+        c.arg("record").arg("-o").arg(&t).arg("--").arg(format!("./{bin}"));
+        c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        let mut sin = child.stdin.take().unwrap();
+        let data = input.clone();
+        let feeder = std::thread::spawn(move || {
+            // Several writes, so reads see the data in pieces.
+            for piece in data.as_bytes().chunks(7000) {
+                let _ = sin.write_all(piece);
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        });
+        let o = child.wait_with_output().unwrap();
+        feeder.join().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("bytes="));
+        // Replay with no input at all: the data comes from the trace.
+        let r = Recorded { trace: t, stdout: o.stdout, stderr: vec![], status: 0 };
+        replay_verified(&w, &r, How::Plain);
+        replay_verified(&w, &r, How::Jitter(3));
+    }
+}
+
+#[test]
+fn appending_program_does_not_append_in_replay() {
+    let p = program("append_log");
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let log = w.path("reprise-test.log");
+    for i in 0..10 {
+        let r = record(&w, &bin, &p.args, &format!("a-{i}.trace"), &[]);
+        let after_record = std::fs::read(&log).unwrap();
+        replay_verified(&w, &r, How::Plain);
+        replay_verified(&w, &r, How::OneCpu);
+        assert_eq!(std::fs::read(&log).unwrap(), after_record, "the replay changed the log file");
+    }
+}
+
+#[test]
+fn makefile_project_builds_records_and_replays() {
+    let w = Work::new();
+    let src = root().join("tests/makefile-project");
+    let dst = w.path("proj");
+    std::fs::create_dir_all(&dst).unwrap();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
+    }
+    let cc = format!("{} cc", reprise().display());
+    let o = Command::new("make").current_dir(&dst).arg(format!("CC={cc}")).output().unwrap();
+    assert!(o.status.success(), "make failed:\n{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let mut outcomes = std::collections::BTreeSet::new();
+    for i in 0..10 {
+        let r = record(&w, "proj/app", &[], &format!("m-{i}.trace"), &[]);
+        outcomes.insert(r.stdout.clone());
+        replay_verified(&w, &r, How::Plain);
+        replay_verified(&w, &r, How::Jitter(i + 1));
+    }
+    assert!(!outcomes.is_empty());
+}
+
+/// With --hash-reads, file reads are re-executed in replay; a file that changed since the
+/// recording (here: the recording itself appended to it) is a clear error, not a wrong replay.
+#[test]
+fn hash_reads_detects_a_changed_file() {
+    let p = program("append_log");
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    std::fs::write(w.path("reprise-test.log"), "T9 seed line\n").unwrap();
+    let r = record(&w, &bin, &p.args, "h.trace", &["--hash-reads"]);
+    assert_eq!(r.status, 0);
+    let why = replay_rejected(&w, &r.trace);
+    assert!(why.contains("changed since the recording"), "{why}");
+}
