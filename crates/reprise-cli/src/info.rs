@@ -4,7 +4,7 @@ use anyhow::Result;
 use std::path::PathBuf;
 
 /// Print a summary of the trace.
-pub fn info(trace: Option<PathBuf>) -> Result<i32> {
+pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
     let path = crate::tracedir::resolve(trace)?;
     let s = reprise_trace::summarize(&path)?;
     println!("trace: {}", path.display());
@@ -19,6 +19,23 @@ pub fn info(trace: Option<PathBuf>) -> Result<i32> {
             println!("stdout: {} bytes   stderr: {} bytes   exit: {}   wall: {:.3}s", out.len(), err.len(), footer.exit, footer.wall_ns as f64 / 1e9);
             if let Some((end, _)) = &rec.end {
                 println!("end: {} in thread {} at event {}", crate::verify::end_kind(end.kind), end.tid, end.event);
+            }
+            if records {
+                for (tid, t) in &rec.threads {
+                    println!("thread {tid}: start {:?}", t.start);
+                    for p in &t.results {
+                        println!("  result at event {}: {:#x}", p.event, p.value);
+                    }
+                    for p in &t.signals {
+                        println!("  signal {} at entry {}", p.value, p.event);
+                    }
+                    for (ev, b) in &t.data {
+                        println!("  data at event {ev}: {} bytes", b.len());
+                    }
+                    for p in &t.digests {
+                        println!("  digest at event {}: {:#018x}", p.event, p.value);
+                    }
+                }
             }
         }
         Ok(0)

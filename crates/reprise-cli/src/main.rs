@@ -80,6 +80,9 @@ enum Cmd {
     Info {
         /// Trace file.
         trace: Option<PathBuf>,
+        /// Also list every thread's recorded results, signals, inputs and digests.
+        #[arg(long)]
+        records: bool,
     },
     /// Benchmark native, floor, tsan, record and replay on the suite and bug programs.
     Bench {
@@ -127,7 +130,7 @@ fn main() {
         Cmd::Replay { trace, jitter, timeout } => {
             replay::replay(replay::ReplayOpts { trace, jitter, timeout: timeout.map(std::time::Duration::from_secs) })
         }
-        Cmd::Info { trace } => info::info(trace),
+        Cmd::Info { trace, records } => info::info(trace, records),
         Cmd::Bench { programs, strategies, runs, threads, out, size, quick } => {
             bench::run(bench::BenchOpts { programs, strategies, runs, threads, out, size, quick })
         }
