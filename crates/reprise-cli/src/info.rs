@@ -20,6 +20,10 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
             if let Some((end, _)) = &rec.end {
                 println!("end: {} in thread {} at event {}", crate::verify::end_kind(end.kind), end.tid, end.event);
             }
+            if !rec.trapped.is_empty() {
+                let list: Vec<String> = rec.trapped.iter().map(|(n, c)| format!("{}x{c}", syscall_name(*n))).collect();
+                println!("system calls caught by Syscall User Dispatch: {}", list.join(" "));
+            }
             if records {
                 for (tid, t) in &rec.threads {
                     println!("thread {tid}: start {:?}", t.start);
@@ -42,4 +46,20 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
     } else {
         Ok(1)
     }
+}
+
+/// Name of an x86_64 system call number (the common ones).
+pub fn syscall_name(n: u32) -> String {
+    let name = match n {
+        0 => "read", 1 => "write", 3 => "close", 5 => "fstat", 7 => "poll", 8 => "lseek", 9 => "mmap",
+        10 => "mprotect", 11 => "munmap", 12 => "brk", 13 => "rt_sigaction", 14 => "rt_sigprocmask",
+        16 => "ioctl", 17 => "pread64", 20 => "writev", 24 => "sched_yield", 28 => "madvise",
+        35 => "nanosleep", 39 => "getpid", 41 => "socket", 42 => "connect", 43 => "accept",
+        44 => "sendto", 45 => "recvfrom", 56 => "clone", 60 => "exit", 72 => "fcntl", 157 => "prctl",
+        186 => "gettid", 202 => "futex", 228 => "clock_gettime", 230 => "clock_nanosleep",
+        231 => "exit_group", 234 => "tgkill", 257 => "openat", 262 => "newfstatat",
+        273 => "set_robust_list", 318 => "getrandom", 334 => "rseq", 435 => "clone3",
+        _ => return format!("syscall{n}"),
+    };
+    name.to_string()
 }

@@ -61,6 +61,9 @@ enum Cmd {
         /// Record regular-file contents so the trace replays without the input files (default).
         #[arg(long)]
         portable: bool,
+        /// Do not catch the program's other system calls with Syscall User Dispatch.
+        #[arg(long)]
+        no_sud: bool,
         /// The program and its arguments.
         #[arg(trailing_var_arg = true, required = true)]
         cmd: Vec<OsString>,
@@ -116,7 +119,7 @@ fn main() {
     let r = match cli.cmd {
         Cmd::Cc { args } => cc::run(false, args),
         Cmd::Cxx { args } => cc::run(true, args),
-        Cmd::Record { output, strategy, checkpoint, verify, hash_reads, portable: _, cmd } => {
+        Cmd::Record { output, strategy, checkpoint, verify, hash_reads, portable: _, no_sud, cmd } => {
             let checkpoint = match verify.as_deref() {
                 Some("full") => 1,
                 Some("default") | None => checkpoint,
@@ -125,7 +128,7 @@ fn main() {
                     std::process::exit(2);
                 }
             };
-            record::record(record::RecordOpts { output, strategy, checkpoint, cmd, hash_reads })
+            record::record(record::RecordOpts { output, strategy, checkpoint, cmd, hash_reads, no_sud })
         }
         Cmd::Replay { trace, jitter, timeout } => {
             replay::replay(replay::ReplayOpts { trace, jitter, timeout: timeout.map(std::time::Duration::from_secs) })

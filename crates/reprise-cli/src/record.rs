@@ -21,6 +21,8 @@ pub struct RecordOpts {
     pub cmd: Vec<std::ffi::OsString>,
     /// Re-execute regular-file reads in replay (checked by hash) instead of recording them.
     pub hash_reads: bool,
+    /// Turn Syscall User Dispatch off.
+    pub no_sud: bool,
 }
 
 /// Resolve the program like execvp would.
@@ -140,17 +142,18 @@ pub fn record(o: RecordOpts) -> Result<i32> {
         stripes: reprise_proto::STRIPES as u32,
         checkpoint_interval: o.checkpoint,
         created_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
-        extra: [("hash_reads".to_string(), o.hash_reads.to_string())].into_iter().collect(),
+        extra: [("hash_reads".to_string(), o.hash_reads.to_string()), ("sud".to_string(), (!o.no_sud).to_string())].into_iter().collect(),
     };
     let f = std::fs::File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
     let w = TraceWriter::new(BufWriter::new(f), &header)?;
+    let flags = if o.hash_reads { reprise_proto::FLAG_HASH_READS } else { 0 } | if o.no_sud { reprise_proto::FLAG_NO_SUD } else { 0 };
     let launch = Launch {
         exe: header.exe_path.clone(),
         argv: header.argv.clone(),
         env: header.env.clone(),
         cwd: header.cwd.clone(),
         rlimit_stack: header.rlimit_stack,
-        config: record_config(o.checkpoint, if o.hash_reads { reprise_proto::FLAG_HASH_READS } else { 0 }),
+        config: record_config(o.checkpoint, flags),
         watchdog: None,
     };
     let mut sink = RecordSink { w, ev: Vec::new(), out: Vec::new(), err: Vec::new(), last: Instant::now(), rec: Recording::default(), pending: Vec::new() };

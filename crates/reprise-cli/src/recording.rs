@@ -35,6 +35,8 @@ pub struct Recording {
     pub diverged: Option<(u32, u64, String)>,
     /// Frames seen.
     pub frames: u64,
+    /// System calls caught by Syscall User Dispatch (number -> count).
+    pub trapped: BTreeMap<u32, u64>,
 }
 
 impl Recording {
@@ -76,6 +78,11 @@ impl Recording {
                 e.0 = end;
                 e.1.extend(finals);
             }
+            Frame::Stats(v) => {
+                for (n, c) in v {
+                    *self.trapped.entry(n).or_default() += c as u64;
+                }
+            }
             Frame::Diverge { tid, event, message } => {
                 if self.diverged.is_none() {
                     self.diverged = Some((tid, event, message));
@@ -112,7 +119,7 @@ impl Recording {
     }
 
     /// Build the replay config memfd contents for this recording.
-    pub fn replay_config(&self, checkpoint: u64, jitter: u64) -> Vec<u8> {
+    pub fn replay_config(&self, checkpoint: u64, jitter: u64, flags: u64) -> Vec<u8> {
         fn put<T: Copy>(out: &mut Vec<u8>, v: &T) {
             // Plain-old-data repr(C) structs of the protocol, written in native layout for
             // the runtime on this same machine.
@@ -170,7 +177,7 @@ impl Recording {
             mode: Mode::Replay as u32,
             checkpoint_interval: checkpoint,
             jitter_seed: jitter,
-            flags: 0,
+            flags,
             stripes: STRIPES as u32,
             nthreads,
             stripe_index_off: sidx_off as u64,

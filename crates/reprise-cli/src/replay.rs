@@ -96,7 +96,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
         env: header.env.clone(),
         cwd: header.cwd.clone(),
         rlimit_stack: header.rlimit_stack,
-        config: rec.replay_config(header.checkpoint_interval, o.jitter),
+        config: rec.replay_config(header.checkpoint_interval, o.jitter, if header.extra.get("sud").map(|v| v == "false").unwrap_or(false) { reprise_proto::FLAG_NO_SUD } else { 0 }),
         watchdog: Some(timeout),
     };
     let mut sink = ReplaySink::default();

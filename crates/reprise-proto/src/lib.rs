@@ -94,6 +94,8 @@ pub struct ConfigHeader {
 /// Config flag: regular-file reads are re-executed in replay and checked by hash, instead of
 /// recorded (smaller traces; the files must be unchanged at replay).
 pub const FLAG_HASH_READS: u64 = 1;
+/// Config flag: do not catch system calls with Syscall User Dispatch (for measuring its cost).
+pub const FLAG_NO_SUD: u64 = 2;
 
 /// Where one stripe's access vector lives in the config memfd.
 #[repr(C)]
@@ -235,6 +237,8 @@ pub const F_THREAD: u8 = 2;
 pub const F_END: u8 = 3;
 /// Frame tag: replay divergence: `u32 tid, u64 event`, UTF-8 message.
 pub const F_DIVERGE: u8 = 4;
+/// Frame tag: system calls caught by Syscall User Dispatch: `(u32 number, u32 count)*`.
+pub const F_STATS: u8 = 5;
 
 /// Record tag in an [`F_THREAD`] frame: thread start, `u32 parent, u32 nth` (8 bytes).
 pub const R_START: u8 = 1;
@@ -292,6 +296,8 @@ pub enum Frame {
         /// Every thread's final event count.
         finals: Vec<(u32, u64)>,
     },
+    /// System calls caught by Syscall User Dispatch, (number, count).
+    Stats(Vec<(u32, u32)>),
     /// Divergence seen by the runtime during replay.
     Diverge {
         /// Thread.
@@ -443,6 +449,12 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
             let finals = p[n..].chunks_exact(12).map(|c| (u32_at(c, 0), u64_at(c, 4))).collect();
             Ok(Frame::End { end, finals })
         }
+        F_STATS => {
+            if p.len() % 8 != 0 {
+                return Err(short());
+            }
+            Ok(Frame::Stats(p.chunks_exact(8).map(|c| (u32_at(c, 0), u32_at(c, 4))).collect()))
+        }
         F_DIVERGE => {
             if p.len() < 12 {
                 return Err(short());
@@ -507,6 +519,13 @@ pub fn encode_frame(f: &Frame) -> Vec<u8> {
                 p.extend_from_slice(&n.to_le_bytes());
             }
             F_END
+        }
+        Frame::Stats(v) => {
+            for (n, c) in v {
+                p.extend_from_slice(&n.to_le_bytes());
+                p.extend_from_slice(&c.to_le_bytes());
+            }
+            F_STATS
         }
         Frame::Diverge { tid, event, message } => {
             p.extend_from_slice(&tid.to_le_bytes());

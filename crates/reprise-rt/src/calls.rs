@@ -27,6 +27,7 @@ pub extern "C" fn reprise_ordered(obj: *const c_void) -> c_int {
     let t = e.t();
     access::safe_point(t);
     crate::sync::take_obj(t, obj, kind::STDIO);
+    t.sud_hold = true;
     1
 }
 

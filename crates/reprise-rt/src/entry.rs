@@ -26,6 +26,12 @@ impl Drop for Entry {
     #[inline(always)]
     fn drop(&mut self) {
         IN_RT.with(|c| c.set(false));
+        // Back in program code: its next system call is caught (a safe point).
+        // SAFETY: the current thread's own slot.
+        let t = unsafe { &*self.t };
+        if t.sud_on && !t.sud_hold {
+            t.sud.store(crate::sud::BLOCK, core::sync::atomic::Ordering::Relaxed);
+        }
     }
 }
 
@@ -60,5 +66,9 @@ pub fn enter() -> Option<Entry> {
         crate::signals::deliver(th);
     }
     IN_RT.with(|c| c.set(true));
+    th.sud_hold = false;
+    if th.sud_on {
+        th.sud.store(crate::sud::ALLOW, core::sync::atomic::Ordering::Relaxed);
+    }
     Some(Entry { t })
 }

@@ -30,6 +30,7 @@ pub mod lifecycle;
 pub mod ralloc;
 pub mod real;
 pub mod state;
+pub mod sud;
 pub mod signals;
 pub mod sync;
 pub mod sys;

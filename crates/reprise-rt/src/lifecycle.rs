@@ -28,6 +28,7 @@ pub fn after_init() {
             crate::signals::install(sig, &sa);
         }
     }
+    crate::sud::install_handler();
     // rdtsc/rdtscp trap (SIGSEGV) so their values are recorded and replayed; inherited by
     // every thread created afterwards.
     // SAFETY: prctl with constant arguments.
@@ -35,7 +36,9 @@ pub fn after_init() {
     let t = state::cur();
     if !t.is_null() {
         // SAFETY: the main thread's own slot.
-        access::log_start(unsafe { &mut *t });
+        let th = unsafe { &mut *t };
+        access::log_start(th);
+        crate::sud::enable(th);
     }
 }
 
@@ -228,4 +231,5 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
         }
     }
     flush_finals(&mut frame, finals);
+    crate::sud::send_stats();
 }

@@ -85,6 +85,14 @@ pub struct Thread {
     pub next_sig_at: u64,
     /// Replay cursor into this thread's recorded deliveries.
     pub next_sig: usize,
+    /// Syscall User Dispatch selector: 0 allow, 1 trap (set when the thread leaves the runtime).
+    pub sud: core::sync::atomic::AtomicU8,
+    /// Whether Syscall User Dispatch is on for this thread.
+    pub sud_on: bool,
+    /// Leave system calls untrapped until the next runtime entry: the thread performs an
+    /// ordered libc call (stdio) whose turn must last until the call is complete, even if it
+    /// blocks on glibc's own lock inside.
+    pub sud_hold: bool,
     /// Jitter PRNG state.
     pub rng: u64,
     /// Start routine and argument of a created thread.

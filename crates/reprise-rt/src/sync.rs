@@ -316,6 +316,7 @@ extern "C-unwind" fn trampoline(arg: *mut c_void) -> *mut c_void {
     // SAFETY: the parent initialised this slot for us before creating the thread.
     let th = unsafe { &mut *t };
     access::log_start(th);
+    crate::sud::enable(th);
     // SAFETY: start_fn is the program's start routine, passed to pthread_create.
     let f: extern "C-unwind" fn(*mut c_void) -> *mut c_void = unsafe { core::mem::transmute(th.start_fn) };
     let r = f(th.start_arg as *mut c_void);

@@ -1,0 +1,103 @@
+//! Every system call is a safe point: Syscall User Dispatch (Linux 5.11+) catches the system
+//! calls that symbol interposition misses (glibc's internal `read`/`write`/`futex`, libstdc++'s
+//! raw futex waits, ...).
+//!
+//! Each thread's selector is "allow" while the thread runs runtime code and "block" once it
+//! returns to the program. The first system call the program makes after that raises SIGSYS;
+//! the handler marks the safe point (the previous access is complete: fold its value, release
+//! its turn), switches the selector to "allow", counts the call and rewinds the instruction
+//! pointer so the call re-executes natively. Every later call up to the thread's next runtime
+//! entry runs untrapped: the thread holds no turn then, so none of them can block another
+//! thread's turn, which is what the safe-point rule needs.
+#![allow(unsafe_code)]
+
+use crate::access;
+use crate::state::{self, Thread, IN_RT};
+use crate::sys;
+use core::sync::atomic::{AtomicU32, Ordering};
+use reprise_proto::*;
+
+/// Selector value: system calls pass.
+pub const ALLOW: u8 = 0;
+/// Selector value: system calls raise SIGSYS.
+pub const BLOCK: u8 = 1;
+const PR_SET_SYSCALL_USER_DISPATCH: u64 = 59;
+const PR_SYS_DISPATCH_ON: u64 = 1;
+const NSYS: usize = 512;
+static COUNTS: [AtomicU32; NSYS] = [const { AtomicU32::new(0) }; NSYS];
+
+/// Install the SIGSYS handler (once, at start).
+pub fn install_handler() {
+    // SAFETY: a zeroed sigaction with our handler is valid.
+    let mut sa: libc::sigaction = unsafe { core::mem::zeroed() };
+    sa.sa_sigaction = on_sigsys as extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+    sa.sa_flags = libc::SA_SIGINFO;
+    crate::signals::install(libc::SIGSYS, &sa);
+}
+
+/// Turn dispatch on for the current thread (selector starts at "allow").
+pub fn enable(t: &mut Thread) {
+    if state::config().flags & FLAG_NO_SUD != 0 {
+        return;
+    }
+    t.sud.store(ALLOW, Ordering::Relaxed);
+    // SAFETY: the selector lives in the thread's slot, mapped for the whole process lifetime.
+    let r = unsafe {
+        sys::syscall6(libc::SYS_prctl, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, 0, 0, t.sud.as_ptr() as u64, 0)
+    };
+    t.sud_on = r == 0;
+}
+
+extern "C" fn on_sigsys(_sig: i32, _info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    let t = state::cur();
+    if t.is_null() || ctx.is_null() {
+        return;
+    }
+    // SAFETY: t is this thread's slot; ctx is the kernel's ucontext for this SIGSYS.
+    let th = unsafe { &mut *t };
+    th.sud.store(ALLOW, Ordering::Relaxed);
+    let uc = unsafe { &mut *(ctx as *mut libc::ucontext_t) };
+    let g = &mut uc.uc_mcontext.gregs;
+    let nr = g[libc::REG_RAX as usize] as usize;
+    if nr < NSYS {
+        COUNTS[nr].fetch_add(1, Ordering::Relaxed);
+    }
+    let m = state::mode();
+    if (m == state::M_RECORD || m == state::M_REPLAY) && !th.passthrough && !IN_RT.with(|c| c.get()) {
+        IN_RT.with(|c| c.set(true));
+        let _e = sys::ErrnoGuard::new();
+        access::safe_point(th);
+        IN_RT.with(|c| c.set(false));
+    }
+    // Re-execute the `syscall` instruction (2 bytes) natively; RAX holds the number again
+    // after the kernel's rollback.
+    g[libc::REG_RIP as usize] -= 2;
+    g[libc::REG_RAX as usize] = nr as i64;
+}
+
+/// Send the counts to the launcher (at the end of the process).
+pub fn send_stats() {
+    let mut frame = [0u8; FRAME_HDR + 8 * 64];
+    let mut n = 0;
+    let flush = |frame: &mut [u8], n: usize| {
+        if n > 0 {
+            put_frame_header(frame, F_STATS, n * 8);
+            crate::channel::send(&frame[..FRAME_HDR + n * 8]);
+        }
+    };
+    for (nr, c) in COUNTS.iter().enumerate() {
+        let c = c.load(Ordering::Relaxed);
+        if c == 0 {
+            continue;
+        }
+        let o = FRAME_HDR + n * 8;
+        frame[o..o + 4].copy_from_slice(&(nr as u32).to_le_bytes());
+        frame[o + 4..o + 8].copy_from_slice(&c.to_le_bytes());
+        n += 1;
+        if n == 64 {
+            flush(&mut frame, n);
+            n = 0;
+        }
+    }
+    flush(&mut frame, n);
+}
