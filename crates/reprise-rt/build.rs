@@ -1,5 +1,12 @@
 //! Compiles the C part of the runtime (variadic and bulk libc interposers) into the staticlib.
 fn main() {
     println!("cargo:rerun-if-changed=csrc/libc_shim.c");
-    cc::Build::new().file("csrc/libc_shim.c").opt_level(2).flag("-fno-builtin").flag("-fno-delete-null-pointer-checks").flag("-Wno-nonnull-compare").warnings(true).compile("reprise_shim");
+    cc::Build::new()
+        .file("csrc/libc_shim.c")
+        .opt_level(2)
+        .flag("-fno-builtin")
+        .flag("-fno-delete-null-pointer-checks")
+        .flag("-Wno-nonnull-compare")
+        .warnings(true)
+        .compile("reprise_shim");
 }

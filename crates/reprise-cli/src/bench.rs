@@ -182,7 +182,18 @@ pub fn run(o: BenchOpts) -> Result<i32> {
     let reprise = std::env::current_exe().context("cannot locate the reprise binary")?;
     crate::cc::runtime_archive()?; // fail early, before building anything
     let runs = o.runs.unwrap_or(if o.quick { 1 } else { 5 }).max(1);
-    let size = o.size.unwrap_or(if o.quick { Size::Tiny } else { Size::Default });
+    let mut o = o;
+    if o.strategies.is_empty() {
+        // --quick checks the default strategy; the full bench compares all three.
+        o.strategies = if o.quick {
+            vec!["leap".into()]
+        } else {
+            vec!["leap".into(), "aggreplay".into(), "tplay".into()]
+        };
+    }
+    let size = o
+        .size
+        .unwrap_or(if o.quick { Size::Tiny } else { Size::Default });
     let mut programs = load_programs(&root)?;
     let wanted: Vec<String> = if !o.programs.is_empty() {
         o.programs.clone()
@@ -193,7 +204,14 @@ pub fn run(o: BenchOpts) -> Result<i32> {
     };
     for w in &wanted {
         if !programs.iter().any(|p| &p.name == w) {
-            bail!("unknown program `{w}` (known: {})", programs.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "));
+            bail!(
+                "unknown program `{w}` (known: {})",
+                programs
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
         }
     }
     programs.retain(|p| wanted.contains(&p.name));
@@ -207,8 +225,12 @@ pub fn run(o: BenchOpts) -> Result<i32> {
         }
     }
 
-    std::fs::create_dir_all(&o.out).with_context(|| format!("cannot create {}", o.out.display()))?;
-    let tmp = tempfile::Builder::new().prefix("reprise-bench-").tempdir().context("cannot create a temporary directory")?;
+    std::fs::create_dir_all(&o.out)
+        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    let tmp = tempfile::Builder::new()
+        .prefix("reprise-bench-")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
     let work = tmp.path();
 
     let per_program = 3 + 2 * o.strategies.len();
@@ -231,7 +253,11 @@ pub fn run(o: BenchOpts) -> Result<i32> {
     let mut unavailable: BTreeMap<String, String> = BTreeMap::new();
     for (p, b) in programs.iter().zip(&bins) {
         for r in 0..runs {
-            for (config, exe) in [("native", &b.native), ("floor", &b.floor), ("tsan", &b.tsan)] {
+            for (config, exe) in [
+                ("native", &b.native),
+                ("floor", &b.floor),
+                ("tsan", &b.tsan),
+            ] {
                 pb.set_message(format!("{}: {config} (run {})", p.name, r + 1));
                 let mut cmd = Command::new(exe);
                 cmd.args(&p.args).current_dir(work);
@@ -239,14 +265,28 @@ pub fn run(o: BenchOpts) -> Result<i32> {
                     cmd.env("TSAN_OPTIONS", TSAN_OPTIONS);
                 }
                 let t = timed(&mut cmd).with_context(|| format!("cannot run {}", exe.display()))?;
-                all.push(Run { program: p.name.clone(), config: config.into(), run: r, seconds: t.seconds, exit: Some(t.exit), ..Default::default() });
+                all.push(Run {
+                    program: p.name.clone(),
+                    config: config.into(),
+                    run: r,
+                    seconds: t.seconds,
+                    exit: Some(t.exit),
+                    ..Default::default()
+                });
                 pb.inc(1);
             }
             for s in &o.strategies {
                 pb.set_message(format!("{}: record {s} (run {})", p.name, r + 1));
                 let (rec, rep) = record_and_replay(p, b, s, r, &reprise, work, &mut unavailable)?;
                 if rep.verified == Some(false) {
-                    pb.suspend(|| eprintln!("reprise: bench: replay of {} ({s}, run {}) did not verify: {}", p.name, r + 1, rep.note));
+                    pb.suspend(|| {
+                        eprintln!(
+                            "reprise: bench: replay of {} ({s}, run {}) did not verify: {}",
+                            p.name,
+                            r + 1,
+                            rep.note
+                        )
+                    });
                 }
                 all.push(rec);
                 all.push(rep);
@@ -257,7 +297,16 @@ pub fn run(o: BenchOpts) -> Result<i32> {
     pb.finish_and_clear();
 
     let elapsed = started.elapsed().as_secs_f64();
-    let md = markdown(&programs, &o.strategies, &unavailable, &all, runs, o.threads, size, elapsed);
+    let md = markdown(
+        &programs,
+        &o.strategies,
+        &unavailable,
+        &all,
+        runs,
+        o.threads,
+        size,
+        elapsed,
+    );
     print!("{md}");
     write_file(&o.out.join("bench.md"), md.as_bytes())?;
     write_file(&o.out.join("runs.csv"), csv(&all).as_bytes())?;
@@ -267,17 +316,35 @@ pub fn run(o: BenchOpts) -> Result<i32> {
         quick: o.quick,
         size: format!("{size:?}").to_lowercase(),
         strategies: &o.strategies,
-        programs: programs.iter().map(|p| ProgramInfo { name: p.name.clone(), kind: p.kind, args: p.args.clone() }).collect(),
+        programs: programs
+            .iter()
+            .map(|p| ProgramInfo {
+                name: p.name.clone(),
+                kind: p.kind,
+                args: p.args.clone(),
+            })
+            .collect(),
         runs: &all,
     };
     let json = serde_json::to_string_pretty(&report).context("cannot serialise the runs")?;
     write_file(&o.out.join("runs.json"), json.as_bytes())?;
-    write_file(&o.out.join("record-slowdown.svg"), svg(&programs, &o.strategies, &unavailable, &all).as_bytes())?;
-    eprintln!("reprise: bench finished in {elapsed:.1}s; results in {}", o.out.display());
+    write_file(
+        &o.out.join("record-slowdown.svg"),
+        svg(&programs, &o.strategies, &unavailable, &all).as_bytes(),
+    )?;
+    eprintln!(
+        "reprise: bench finished in {elapsed:.1}s; results in {}",
+        o.out.display()
+    );
 
-    let failed = all.iter().filter(|r| r.verified == Some(false)).count();
+    // The seeds' strategies replay only part of their recordings (that is what the replay
+    // success table measures); only LEAP, which must replay every recording, fails the bench.
+    let failed = all
+        .iter()
+        .filter(|r| r.verified == Some(false) && r.strategy == "leap")
+        .count();
     if failed > 0 {
-        eprintln!("reprise: bench: {failed} replay(s) did not verify");
+        eprintln!("reprise: bench: {failed} leap replay(s) did not verify");
         return Ok(1);
     }
     Ok(0)
@@ -304,10 +371,14 @@ fn find_root() -> Result<PathBuf> {
 /// (`name source lang racy crashes args`).
 fn load_programs(root: &Path) -> Result<Vec<Program>> {
     let mut out = Vec::new();
-    for (dir, kind) in [("bench/programs", Kind::Suite), ("tests/programs", Kind::Bug)] {
+    for (dir, kind) in [
+        ("bench/programs", Kind::Suite),
+        ("tests/programs", Kind::Bug),
+    ] {
         let dir = root.join(dir);
         let path = dir.join("manifest.txt");
-        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         for (i, line) in text.lines().enumerate() {
             let f: Vec<&str> = line.split_whitespace().collect();
             if f.is_empty() || f[0].starts_with('#') {
@@ -318,8 +389,18 @@ fn load_programs(root: &Path) -> Result<Vec<Program>> {
                 Kind::Bug if f.len() >= 6 => (5, f[2] == "c++"),
                 _ => bail!("{}:{}: malformed line `{line}`", path.display(), i + 1),
             };
-            let args = f[args_from..].iter().filter(|a| **a != "-").map(|a| a.to_string()).collect();
-            out.push(Program { name: f[0].into(), kind, source: dir.join(f[1]), cxx, args });
+            let args = f[args_from..]
+                .iter()
+                .filter(|a| **a != "-")
+                .map(|a| a.to_string())
+                .collect();
+            out.push(Program {
+                name: f[0].into(),
+                kind,
+                source: dir.join(f[1]),
+                cxx,
+                args,
+            });
         }
     }
     Ok(out)
@@ -341,7 +422,13 @@ fn build_floor(root: &Path, work: &Path) -> Result<PathBuf> {
 }
 
 /// Build one program native, floor, tsan and with `reprise cc`.
-fn build_program(p: &Program, reprise: &Path, floor_dir: &Path, work: &Path, pb: &ProgressBar) -> Result<Binaries> {
+fn build_program(
+    p: &Program,
+    reprise: &Path,
+    floor_dir: &Path,
+    work: &Path,
+    pb: &ProgressBar,
+) -> Result<Binaries> {
     let compiler = if p.cxx { "g++" } else { "gcc" };
     let std_flag = if p.cxx { "-std=c++17" } else { "-std=gnu11" };
     let dir = work.join("bin");
@@ -353,7 +440,10 @@ fn build_program(p: &Program, reprise: &Path, floor_dir: &Path, work: &Path, pb:
         reprise: dir.join(format!("{}.reprise", p.name)),
     };
     let base = |cmd: &mut Command, out: &Path| {
-        cmd.args(["-O2", "-pthread", std_flag]).arg(&p.source).arg("-o").arg(out);
+        cmd.args(["-O2", "-pthread", std_flag])
+            .arg(&p.source)
+            .arg("-o")
+            .arg(out);
     };
 
     pb.set_message(format!("{}: build native", p.name));
@@ -365,10 +455,14 @@ fn build_program(p: &Program, reprise: &Path, floor_dir: &Path, work: &Path, pb:
 
     pb.set_message(format!("{}: build floor", p.name));
     let mut c = Command::new(compiler);
-    c.args(["-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0"]);
+    c.args([
+        "-fsanitize=thread",
+        "--param=tsan-instrument-func-entry-exit=0",
+    ]);
     base(&mut c, &b.floor);
     // gcc adds -ltsan for -fsanitize=thread: the floor archive, named libtsan.a, is found first.
-    c.arg(format!("-L{}", floor_dir.display())).args(["-Wl,-u,__tsan_init", "-lm"]);
+    c.arg(format!("-L{}", floor_dir.display()))
+        .args(["-Wl,-u,__tsan_init", "-lm"]);
     check(&mut c, &format!("build {} against the floor", p.name))?;
     pb.inc(1);
 
@@ -391,9 +485,15 @@ fn build_program(p: &Program, reprise: &Path, floor_dir: &Path, work: &Path, pb:
 
 /// Run a command to completion, failing with its stderr when it fails.
 fn check(cmd: &mut Command, what: &str) -> Result<()> {
-    let out = cmd.stdin(Stdio::null()).output().with_context(|| format!("cannot {what}: {cmd:?}"))?;
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot {what}: {cmd:?}"))?;
     if !out.status.success() {
-        bail!("cannot {what}: {cmd:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "cannot {what}: {cmd:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     Ok(())
 }
@@ -408,17 +508,32 @@ struct Timed {
 /// Run with stdout discarded and stderr captured; wall time from spawn to exit.
 fn timed(cmd: &mut Command) -> Result<Timed> {
     use std::os::unix::process::ExitStatusExt;
-    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     let t0 = Instant::now();
     let out = cmd.output()?;
     let seconds = t0.elapsed().as_secs_f64();
-    let exit = out.status.code().or_else(|| out.status.signal().map(|s| 128 + s)).unwrap_or(-1);
-    Ok(Timed { seconds, exit, stderr: String::from_utf8_lossy(&out.stderr).into_owned() })
+    let exit = out
+        .status
+        .code()
+        .or_else(|| out.status.signal().map(|s| 128 + s))
+        .unwrap_or(-1);
+    Ok(Timed {
+        seconds,
+        exit,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
 }
 
 /// The last non-empty line of a process's stderr (for notes).
 fn last_line(s: &str) -> String {
-    s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string()
+    s.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_string()
 }
 
 /// Record one run under `strategy`, measure its trace, replay it; returns the two rows.
@@ -431,7 +546,13 @@ fn record_and_replay(
     work: &Path,
     unavailable: &mut BTreeMap<String, String>,
 ) -> Result<(Run, Run)> {
-    let row = |config: &str| Run { program: p.name.clone(), config: config.into(), strategy: strategy.into(), run, ..Default::default() };
+    let row = |config: &str| Run {
+        program: p.name.clone(),
+        config: config.into(),
+        strategy: strategy.into(),
+        run,
+        ..Default::default()
+    };
     let (mut rec, mut rep) = (row("record"), row("replay"));
     if let Some(why) = unavailable.get(strategy) {
         rec.note = format!("unavailable: {why}");
@@ -440,7 +561,13 @@ fn record_and_replay(
     }
     let trace = work.join(format!("{}.{strategy}.{run}.trace", p.name));
     let mut cmd = Command::new(reprise);
-    cmd.arg("record").arg("-o").arg(&trace).args(["--strategy", strategy, "--"]).arg(&b.reprise).args(&p.args).current_dir(work);
+    cmd.arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .args(["--strategy", strategy, "--"])
+        .arg(&b.reprise)
+        .args(&p.args)
+        .current_dir(work);
     let t = timed(&mut cmd).with_context(|| format!("cannot run reprise record on {}", p.name))?;
     rec.seconds = t.seconds;
     rec.exit = Some(t.exit);
@@ -448,7 +575,10 @@ fn record_and_replay(
         let why = last_line(&t.stderr);
         if why.contains("strategy") {
             // `reprise record` rejected the strategy: report it, don't fail the bench.
-            unavailable.insert(strategy.to_string(), why.trim_start_matches("reprise: ").to_string());
+            unavailable.insert(
+                strategy.to_string(),
+                why.trim_start_matches("reprise: ").to_string(),
+            );
             rec.exit = None;
             rec.note = format!("unavailable: {}", unavailable[strategy]);
             rep.note = rec.note.clone();
@@ -500,19 +630,27 @@ struct TraceMeasure {
 /// chunk: a long recording's raw events can be gigabytes.
 fn measure_trace(path: &Path) -> Result<TraceMeasure> {
     use flate2::{write::GzEncoder, Compression};
-    let file_bytes = std::fs::metadata(path).with_context(|| format!("cannot stat {}", path.display()))?.len();
-    let mut reader = reprise_trace::TraceReader::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file_bytes = std::fs::metadata(path)
+        .with_context(|| format!("cannot stat {}", path.display()))?
+        .len();
+    let mut reader = reprise_trace::TraceReader::open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
     let mut rec = crate::recording::Recording::default();
     let mut gz = GzEncoder::new(ByteCounter(0), Compression::new(9));
     let (mut pending, mut event_bytes) = (Vec::new(), 0u64);
-    while let Some(c) = reader.next_chunk().with_context(|| format!("cannot read {}", path.display()))? {
+    while let Some(c) = reader
+        .next_chunk()
+        .with_context(|| format!("cannot read {}", path.display()))?
+    {
         if c.kind != reprise_trace::ChunkKind::Events {
             continue;
         }
         event_bytes += c.data.len() as u64;
         gz.write_all(&c.data).context("gzip")?;
         pending.extend_from_slice(&c.data);
-        let used = rec.feed(&pending).with_context(|| format!("{}: events are corrupt", path.display()))?;
+        let used = rec
+            .feed(&pending)
+            .with_context(|| format!("{}: events are corrupt", path.display()))?;
         pending.drain(..used);
     }
     if !pending.is_empty() {
@@ -555,7 +693,11 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 /// Median seconds of a program's configuration (record/replay rows of `strategy` only when the
@@ -563,15 +705,30 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 fn median_secs(runs: &[Run], program: &str, config: &str, strategy: &str) -> Option<f64> {
     median(
         runs.iter()
-            .filter(|r| r.program == program && r.config == config && r.strategy == strategy && r.exit.is_some())
+            .filter(|r| {
+                r.program == program
+                    && r.config == config
+                    && r.strategy == strategy
+                    && r.exit.is_some()
+            })
             .map(|r| r.seconds)
             .collect(),
     )
 }
 
 /// Median of a record-row measurement.
-fn median_of(runs: &[Run], program: &str, strategy: &str, f: impl Fn(&Run) -> Option<u64>) -> Option<f64> {
-    median(runs.iter().filter(|r| r.program == program && r.config == "record" && r.strategy == strategy).filter_map(|r| f(r).map(|v| v as f64)).collect())
+fn median_of(
+    runs: &[Run],
+    program: &str,
+    strategy: &str,
+    f: impl Fn(&Run) -> Option<u64>,
+) -> Option<f64> {
+    median(
+        runs.iter()
+            .filter(|r| r.program == program && r.config == "record" && r.strategy == strategy)
+            .filter_map(|r| f(r).map(|v| v as f64))
+            .collect(),
+    )
 }
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -598,13 +755,43 @@ fn fmt_kib(v: Option<f64>) -> String {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn markdown(programs: &[Program], strategies: &[String], unavailable: &BTreeMap<String, String>, runs: &[Run], nruns: usize, threads: u32, size: Size, elapsed: f64) -> String {
+fn markdown(
+    programs: &[Program],
+    strategies: &[String],
+    unavailable: &BTreeMap<String, String>,
+    runs: &[Run],
+    nruns: usize,
+    threads: u32,
+    size: Size,
+    elapsed: f64,
+) -> String {
     let mut s = String::new();
-    let cell = |strategy: &str, v: String| if unavailable.contains_key(strategy) { "unavailable".to_string() } else { v };
+    let cell = |strategy: &str, v: String| {
+        if unavailable.contains_key(strategy) {
+            "unavailable".to_string()
+        } else {
+            v
+        }
+    };
     let header = |s: &mut String, first: &[&str]| {
-        let cols: Vec<String> = first.iter().map(|c| c.to_string()).chain(strategies.iter().cloned()).collect();
+        let cols: Vec<String> = first
+            .iter()
+            .map(|c| c.to_string())
+            .chain(strategies.iter().cloned())
+            .collect();
         let _ = writeln!(s, "| {} |", cols.join(" | "));
-        let _ = writeln!(s, "|{}", cols.iter().enumerate().map(|(i, _)| if i < first.len().min(2) { "---|" } else { "---:|" }).collect::<String>());
+        let _ = writeln!(
+            s,
+            "|{}",
+            cols.iter()
+                .enumerate()
+                .map(|(i, _)| if i < first.len().min(2) {
+                    "---|"
+                } else {
+                    "---:|"
+                })
+                .collect::<String>()
+        );
     };
     let _ = writeln!(s, "# reprise bench\n");
     let _ = writeln!(
@@ -620,7 +807,10 @@ fn markdown(programs: &[Program], strategies: &[String], unavailable: &BTreeMap<
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
     );
     for (st, why) in unavailable {
-        let _ = writeln!(s, "`{st}`: unavailable (`reprise record --strategy {st}` says: {why})\n");
+        let _ = writeln!(
+            s,
+            "`{st}`: unavailable (`reprise record --strategy {st}` says: {why})\n"
+        );
     }
 
     let _ = writeln!(s, "## Record slowdown (record / native)\n");
@@ -630,13 +820,20 @@ fn markdown(programs: &[Program], strategies: &[String], unavailable: &BTreeMap<
         let native = median_secs(runs, &p.name, "native", "");
         let mut row = vec![
             p.name.clone(),
-            if p.args.is_empty() { "–".into() } else { format!("`{}`", p.args.join(" ")) },
+            if p.args.is_empty() {
+                "–".into()
+            } else {
+                format!("`{}`", p.args.join(" "))
+            },
             native.map(|v| format!("{v:.3}")).unwrap_or("–".into()),
             fmt_x(ratio(median_secs(runs, &p.name, "floor", ""), native)),
             fmt_x(ratio(median_secs(runs, &p.name, "tsan", ""), native)),
         ];
         for st in strategies {
-            row.push(cell(st, fmt_x(ratio(median_secs(runs, &p.name, "record", st), native))));
+            row.push(cell(
+                st,
+                fmt_x(ratio(median_secs(runs, &p.name, "record", st), native)),
+            ));
         }
         let _ = writeln!(s, "| {} |", row.join(" | "));
     }
@@ -647,7 +844,10 @@ fn markdown(programs: &[Program], strategies: &[String], unavailable: &BTreeMap<
         let native = median_secs(runs, &p.name, "native", "");
         let mut row = vec![p.name.clone()];
         for st in strategies {
-            row.push(cell(st, fmt_x(ratio(median_secs(runs, &p.name, "replay", st), native))));
+            row.push(cell(
+                st,
+                fmt_x(ratio(median_secs(runs, &p.name, "replay", st), native)),
+            ));
         }
         let _ = writeln!(s, "| {} |", row.join(" | "));
     }
@@ -690,7 +890,10 @@ fn markdown(programs: &[Program], strategies: &[String], unavailable: &BTreeMap<
     for p in programs {
         let mut row = vec![p.name.clone()];
         for st in strategies {
-            let reps: Vec<&Run> = runs.iter().filter(|r| r.program == p.name && r.config == "replay" && r.strategy == *st).collect();
+            let reps: Vec<&Run> = runs
+                .iter()
+                .filter(|r| r.program == p.name && r.config == "replay" && r.strategy == *st)
+                .collect();
             let ok = reps.iter().filter(|r| r.verified == Some(true)).count();
             row.push(cell(st, format!("{ok}/{}", reps.len())));
         }
@@ -735,25 +938,50 @@ fn csv(runs: &[Run]) -> String {
 }
 
 fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// Grouped bar chart of record slowdown (log scale): per program, the floor and tsan for
 /// reference, then each available strategy.
-fn svg(programs: &[Program], strategies: &[String], unavailable: &BTreeMap<String, String>, runs: &[Run]) -> String {
-    const PALETTE: &[&str] = &["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1"];
-    let mut series: Vec<(String, String, &str)> = vec![("floor".into(), String::new(), "#bab0ac"), ("tsan".into(), String::new(), "#9c755f")];
-    for (i, st) in strategies.iter().filter(|s| !unavailable.contains_key(*s)).enumerate() {
-        series.push((format!("record {st}"), st.clone(), PALETTE[i % PALETTE.len()]));
+fn svg(
+    programs: &[Program],
+    strategies: &[String],
+    unavailable: &BTreeMap<String, String>,
+    runs: &[Run],
+) -> String {
+    const PALETTE: &[&str] = &[
+        "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
+    ];
+    let mut series: Vec<(String, String, &str)> = vec![
+        ("floor".into(), String::new(), "#bab0ac"),
+        ("tsan".into(), String::new(), "#9c755f"),
+    ];
+    for (i, st) in strategies
+        .iter()
+        .filter(|s| !unavailable.contains_key(*s))
+        .enumerate()
+    {
+        series.push((
+            format!("record {st}"),
+            st.clone(),
+            PALETTE[i % PALETTE.len()],
+        ));
     }
     let value = |p: &Program, label: &str, st: &str| -> Option<f64> {
         let native = median_secs(runs, &p.name, "native", "");
         let config = if st.is_empty() { label } else { "record" };
         ratio(median_secs(runs, &p.name, config, st), native).filter(|v| *v > 0.0)
     };
-    let vals: Vec<f64> = programs.iter().flat_map(|p| series.iter().filter_map(|(l, st, _)| value(p, l, st))).collect();
+    let vals: Vec<f64> = programs
+        .iter()
+        .flat_map(|p| series.iter().filter_map(|(l, st, _)| value(p, l, st)))
+        .collect();
     let lo_exp = vals.iter().cloned().fold(1.0f64, f64::min).log10().floor() as i32;
-    let hi_exp = (vals.iter().cloned().fold(10.0f64, f64::max).log10().ceil() as i32).max(lo_exp + 1);
+    let hi_exp =
+        (vals.iter().cloned().fold(10.0f64, f64::max).log10().ceil() as i32).max(lo_exp + 1);
 
     let (bar_w, gap, left, top, plot_h, bottom) = (12.0, 16.0, 70.0, 40.0, 320.0, 110.0);
     let group_w = bar_w * series.len() as f64 + gap;
@@ -762,15 +990,34 @@ fn svg(programs: &[Program], strategies: &[String], unavailable: &BTreeMap<Strin
     let y = |v: f64| top + plot_h * (1.0 - (v.log10() - lo_exp as f64) / (hi_exp - lo_exp) as f64);
 
     let mut s = String::new();
-    let _ = writeln!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="11">"#);
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="11">"#
+    );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(s, r#"<text x="{left}" y="20" font-size="14">Record slowdown (run time / native, log scale)</text>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{left}" y="20" font-size="14">Record slowdown (run time / native, log scale)</text>"#
+    );
     for e in lo_exp..=hi_exp {
         let v = 10f64.powi(e);
         let yy = y(v);
-        let label = if e >= 0 { format!("{v:.0}×") } else { format!("{v}×") };
-        let _ = writeln!(s, r##"<line x1="{left}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#ddd"/>"##, width - 170.0);
-        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{label}</text>"#, left - 6.0, yy + 4.0);
+        let label = if e >= 0 {
+            format!("{v:.0}×")
+        } else {
+            format!("{v}×")
+        };
+        let _ = writeln!(
+            s,
+            r##"<line x1="{left}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#ddd"/>"##,
+            width - 170.0
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{label}</text>"#,
+            left - 6.0,
+            yy + 4.0
+        );
     }
     let base = y(10f64.powi(lo_exp));
     for (i, p) in programs.iter().enumerate() {
@@ -791,14 +1038,31 @@ fn svg(programs: &[Program], strategies: &[String], unavailable: &BTreeMap<Strin
         }
         let cx = gx + bar_w * series.len() as f64 / 2.0;
         let ly = top + plot_h + 12.0;
-        let _ = writeln!(s, r#"<text x="{cx:.1}" y="{ly:.1}" text-anchor="end" transform="rotate(-40 {cx:.1} {ly:.1})">{}</text>"#, xml_escape(&p.name));
+        let _ = writeln!(
+            s,
+            r#"<text x="{cx:.1}" y="{ly:.1}" text-anchor="end" transform="rotate(-40 {cx:.1} {ly:.1})">{}</text>"#,
+            xml_escape(&p.name)
+        );
     }
-    let _ = writeln!(s, r#"<line x1="{left}" x2="{left}" y1="{top}" y2="{:.1}" stroke="black"/>"#, top + plot_h);
+    let _ = writeln!(
+        s,
+        r#"<line x1="{left}" x2="{left}" y1="{top}" y2="{:.1}" stroke="black"/>"#,
+        top + plot_h
+    );
     let lx = width - 160.0;
     for (j, (label, _, color)) in series.iter().enumerate() {
         let ly = top + 18.0 * j as f64;
-        let _ = writeln!(s, r#"<rect x="{lx:.1}" y="{ly:.1}" width="12" height="12" fill="{color}"/>"#);
-        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}">{}</text>"#, lx + 18.0, ly + 10.0, xml_escape(label));
+        let _ = writeln!(
+            s,
+            r#"<rect x="{lx:.1}" y="{ly:.1}" width="12" height="12" fill="{color}"/>"#
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+            lx + 18.0,
+            ly + 10.0,
+            xml_escape(label)
+        );
     }
     let _ = writeln!(s, "</svg>");
     s

@@ -20,7 +20,10 @@ pub fn runtime_archive() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot locate the reprise binary")?;
     let p = exe.parent().unwrap().join("libreprise_rt.a");
     if !p.exists() {
-        bail!("the runtime library {} is missing: build the workspace with `cargo build --release`", p.display());
+        bail!(
+            "the runtime library {} is missing: build the workspace with `cargo build --release`",
+            p.display()
+        );
     }
     Ok(p)
 }
@@ -30,7 +33,8 @@ fn shim_dir(archive: &Path) -> Result<PathBuf> {
     let dir = archive.parent().unwrap().join("reprise-shim");
     let link = dir.join("libtsan.a");
     if !link.exists() {
-        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
         // Concurrent `make -j` invocations race here; losing the race is fine.
         let tmp = dir.join(format!("libtsan.a.{}", std::process::id()));
         std::os::unix::fs::symlink(archive, &tmp).ok();
@@ -40,14 +44,18 @@ fn shim_dir(archive: &Path) -> Result<PathBuf> {
 }
 
 fn is_source(a: &str) -> bool {
-    let exts = [".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".i", ".ii", ".s", ".S"];
+    let exts = [
+        ".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".i", ".ii", ".s", ".S",
+    ];
     !a.starts_with('-') && exts.iter().any(|e| a.ends_with(e))
 }
 
 /// Run the wrapped compiler; returns its exit status.
 pub fn run(cplusplus: bool, args: Vec<OsString>) -> Result<i32> {
     let mut args: Vec<OsString> = args;
-    let mut clang = std::env::var("REPRISE_COMPILER").map(|v| v.contains("clang")).unwrap_or(false);
+    let mut clang = std::env::var("REPRISE_COMPILER")
+        .map(|v| v.contains("clang"))
+        .unwrap_or(false);
     if args.first().map(|a| a == "--clang").unwrap_or(false) {
         clang = true;
         args.remove(0);
@@ -62,15 +70,29 @@ pub fn run(cplusplus: bool, args: Vec<OsString>) -> Result<i32> {
         (true, false) => std::env::var("REPRISE_CLANG").unwrap_or_else(|_| "clang".into()),
         (true, true) => std::env::var("REPRISE_CLANGXX").unwrap_or_else(|_| "clang++".into()),
     };
-    let strs: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-    let info_only = strs.iter().any(|a| a == "--version" || a == "-v" || a == "-dumpversion" || a == "-dumpmachine");
-    let link = !strs.iter().any(|a| matches!(a.as_str(), "-c" | "-S" | "-E" | "-M" | "-MM"));
-    let has_inputs = strs.iter().any(|a| is_source(a) || a.ends_with(".o") || a.ends_with(".a"));
+    let strs: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let info_only = strs
+        .iter()
+        .any(|a| a == "--version" || a == "-v" || a == "-dumpversion" || a == "-dumpmachine");
+    let link = !strs
+        .iter()
+        .any(|a| matches!(a.as_str(), "-c" | "-S" | "-E" | "-M" | "-MM"));
+    let has_inputs = strs
+        .iter()
+        .any(|a| is_source(a) || a.ends_with(".o") || a.ends_with(".a"));
     let mut cmd = Command::new(&compiler);
     if !info_only {
         cmd.arg("-fsanitize=thread");
         if clang {
-            cmd.args(["-fno-sanitize-thread-func-entry-exit", "-mllvm", "-tsan-instrument-read-before-write=1", "-mcx16"]);
+            cmd.args([
+                "-fno-sanitize-thread-func-entry-exit",
+                "-mllvm",
+                "-tsan-instrument-read-before-write=1",
+                "-mcx16",
+            ]);
         } else {
             cmd.arg("--param=tsan-instrument-func-entry-exit=0");
         }

@@ -11,18 +11,52 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
     println!("{s}");
     let h = &s.header;
     println!("program: {}", String::from_utf8_lossy(&h.exe_path));
-    println!("argv: {}", h.argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" "));
-    println!("strategy: {}   checkpoint every {} events", h.strategy, h.checkpoint_interval);
+    println!(
+        "argv: {}",
+        h.argv
+            .iter()
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    println!(
+        "strategy: {}   checkpoint every {} events",
+        h.strategy, h.checkpoint_interval
+    );
     if s.is_complete() {
         if let Ok((_, rec, out, err, footer)) = crate::replay::load(&path) {
-            println!("threads: {}   events: {}   stripes used: {}   vector runs: {}", rec.nthreads(), rec.total_events(), rec.vectors.len(), rec.vector_runs());
-            println!("stdout: {} bytes   stderr: {} bytes   exit: {}   wall: {:.3}s", out.len(), err.len(), footer.exit, footer.wall_ns as f64 / 1e9);
+            println!(
+                "threads: {}   events: {}   stripes used: {}   vector runs: {}",
+                rec.nthreads(),
+                rec.total_events(),
+                rec.vectors.len(),
+                rec.vector_runs()
+            );
+            println!(
+                "stdout: {} bytes   stderr: {} bytes   exit: {}   wall: {:.3}s",
+                out.len(),
+                err.len(),
+                footer.exit,
+                footer.wall_ns as f64 / 1e9
+            );
             if let Some((end, _)) = &rec.end {
-                println!("end: {} in thread {} at event {}", crate::verify::end_kind(end.kind), end.tid, end.event);
+                println!(
+                    "end: {} in thread {} at event {}",
+                    crate::verify::end_kind(end.kind),
+                    end.tid,
+                    end.event
+                );
             }
             if !rec.trapped.is_empty() {
-                let list: Vec<String> = rec.trapped.iter().map(|(n, c)| format!("{}x{c}", syscall_name(*n))).collect();
-                println!("system calls caught by Syscall User Dispatch: {}", list.join(" "));
+                let list: Vec<String> = rec
+                    .trapped
+                    .iter()
+                    .map(|(n, c)| format!("{}x{c}", syscall_name(*n)))
+                    .collect();
+                println!(
+                    "system calls caught by Syscall User Dispatch: {}",
+                    list.join(" ")
+                );
             }
             if records {
                 for (tid, t) in &rec.threads {
@@ -51,14 +85,46 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
 /// Name of an x86_64 system call number (the common ones).
 pub fn syscall_name(n: u32) -> String {
     let name = match n {
-        0 => "read", 1 => "write", 3 => "close", 5 => "fstat", 7 => "poll", 8 => "lseek", 9 => "mmap",
-        10 => "mprotect", 11 => "munmap", 12 => "brk", 13 => "rt_sigaction", 14 => "rt_sigprocmask",
-        16 => "ioctl", 17 => "pread64", 20 => "writev", 24 => "sched_yield", 28 => "madvise",
-        35 => "nanosleep", 39 => "getpid", 41 => "socket", 42 => "connect", 43 => "accept",
-        44 => "sendto", 45 => "recvfrom", 56 => "clone", 60 => "exit", 72 => "fcntl", 157 => "prctl",
-        186 => "gettid", 202 => "futex", 228 => "clock_gettime", 230 => "clock_nanosleep",
-        231 => "exit_group", 234 => "tgkill", 257 => "openat", 262 => "newfstatat",
-        273 => "set_robust_list", 318 => "getrandom", 334 => "rseq", 435 => "clone3",
+        0 => "read",
+        1 => "write",
+        3 => "close",
+        5 => "fstat",
+        7 => "poll",
+        8 => "lseek",
+        9 => "mmap",
+        10 => "mprotect",
+        11 => "munmap",
+        12 => "brk",
+        13 => "rt_sigaction",
+        14 => "rt_sigprocmask",
+        16 => "ioctl",
+        17 => "pread64",
+        20 => "writev",
+        24 => "sched_yield",
+        28 => "madvise",
+        35 => "nanosleep",
+        39 => "getpid",
+        41 => "socket",
+        42 => "connect",
+        43 => "accept",
+        44 => "sendto",
+        45 => "recvfrom",
+        56 => "clone",
+        60 => "exit",
+        72 => "fcntl",
+        157 => "prctl",
+        186 => "gettid",
+        202 => "futex",
+        228 => "clock_gettime",
+        230 => "clock_nanosleep",
+        231 => "exit_group",
+        234 => "tgkill",
+        257 => "openat",
+        262 => "newfstatat",
+        273 => "set_robust_list",
+        318 => "getrandom",
+        334 => "rseq",
+        435 => "clone3",
         _ => return format!("syscall{n}"),
     };
     name.to_string()

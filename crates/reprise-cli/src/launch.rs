@@ -84,7 +84,9 @@ fn pipe() -> Result<(OwnedFd, OwnedFd)> {
 }
 
 fn cstrs(v: &[Vec<u8>]) -> Result<Vec<CString>> {
-    v.iter().map(|s| CString::new(s.clone()).context("argument or environment contains a NUL byte")).collect()
+    v.iter()
+        .map(|s| CString::new(s.clone()).context("argument or environment contains a NUL byte"))
+        .collect()
 }
 
 enum Msg {
@@ -139,12 +141,22 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         (out_w.as_raw_fd(), 1),
         (err_w.as_raw_fd(), 2),
     ];
-    let rl = libc::rlimit { rlim_cur: l.rlimit_stack.0, rlim_max: l.rlimit_stack.1 };
+    let rl = libc::rlimit {
+        rlim_cur: l.rlimit_stack.0,
+        rlim_max: l.rlimit_stack.1,
+    };
     // Map the status region for the watchdog.
     // SAFETY: mapping a memfd we own, of STATUS_SIZE bytes, shared; unmapped never (process
     // lifetime is short), read with atomics only.
     let status_map = unsafe {
-        libc::mmap(std::ptr::null_mut(), STATUS_SIZE, libc::PROT_READ, libc::MAP_SHARED, status.as_raw_fd(), 0)
+        libc::mmap(
+            std::ptr::null_mut(),
+            STATUS_SIZE,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            status.as_raw_fd(),
+            0,
+        )
     };
     if status_map == libc::MAP_FAILED {
         bail!("cannot map the status region");
@@ -251,7 +263,11 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         }
     }
     let _ = stdout.flush();
-    Ok(Ended { exit: exit.unwrap(), wall: start.elapsed(), stuck })
+    Ok(Ended {
+        exit: exit.unwrap(),
+        wall: start.elapsed(),
+        stuck,
+    })
 }
 
 fn decode_status(st: i32) -> reprise_trace::Exit {
@@ -272,7 +288,12 @@ struct Watchdog {
 
 impl Watchdog {
     fn new(base: *const u8, timeout: Option<Duration>) -> Self {
-        Watchdog { base, timeout, last_sig: Vec::new(), stable_since: Instant::now() }
+        Watchdog {
+            base,
+            timeout,
+            last_sig: Vec::new(),
+            stable_since: Instant::now(),
+        }
     }
 
     fn slot(&self, i: usize) -> &ThreadStatus {
@@ -288,7 +309,10 @@ impl Watchdog {
         let sig: Vec<(u32, u64)> = (0..n)
             .map(|i| {
                 let s = self.slot(i);
-                (s.state.load(std::sync::atomic::Ordering::Relaxed), s.events.load(std::sync::atomic::Ordering::Relaxed))
+                (
+                    s.state.load(std::sync::atomic::Ordering::Relaxed),
+                    s.events.load(std::sync::atomic::Ordering::Relaxed),
+                )
             })
             .collect();
         if sig != self.last_sig {
@@ -296,10 +320,17 @@ impl Watchdog {
             self.stable_since = Instant::now();
             return None;
         }
-        let live: Vec<&(u32, u64)> = sig.iter().filter(|(s, _)| *s != ST_NONE && *s != ST_EXITED).collect();
+        let live: Vec<&(u32, u64)> = sig
+            .iter()
+            .filter(|(s, _)| *s != ST_NONE && *s != ST_EXITED)
+            .collect();
         let all_waiting = !live.is_empty()
-            && live.iter().all(|(s, _)| matches!(*s, ST_WAIT_TURN | ST_AT_END | ST_BLOCKED | ST_EXIT_WAIT))
-            && live.iter().any(|(s, _)| matches!(*s, ST_WAIT_TURN | ST_EXIT_WAIT | ST_AT_END));
+            && live
+                .iter()
+                .all(|(s, _)| matches!(*s, ST_WAIT_TURN | ST_AT_END | ST_BLOCKED | ST_EXIT_WAIT))
+            && live
+                .iter()
+                .any(|(s, _)| matches!(*s, ST_WAIT_TURN | ST_EXIT_WAIT | ST_AT_END));
         let stable = self.stable_since.elapsed();
         if (all_waiting && stable > Duration::from_millis(1500)) || stable > timeout {
             let mut r = String::from(if all_waiting {
@@ -310,6 +341,9 @@ impl Watchdog {
             for (i, (s, e)) in sig.iter().enumerate() {
                 let st = self.slot(i);
                 let what = match *s {
+                    ST_WAIT_TURN if st.waits_for.load(std::sync::atomic::Ordering::Relaxed) == u32::MAX - 1 => {
+                        "waits for the strategy's log to allow its next event".to_string()
+                    }
                     ST_WAIT_TURN => format!(
                         "waits for its turn on stripe {}, which the trace gives to thread {} next",
                         st.stripe.load(std::sync::atomic::Ordering::Relaxed),

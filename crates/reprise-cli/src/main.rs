@@ -20,7 +20,11 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "reprise", version, about = "Deterministic record and replay of multithreaded C/C++ programs")]
+#[command(
+    name = "reprise",
+    version,
+    about = "Deterministic record and replay of multithreaded C/C++ programs"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -92,8 +96,8 @@ enum Cmd {
         /// Programs to run, comma-separated (default: all; with --quick: histogram,counter_race,prodcons).
         #[arg(long, value_delimiter = ',')]
         programs: Vec<String>,
-        /// Strategies to record with, comma-separated; ones `record` rejects are reported unavailable.
-        #[arg(long, value_delimiter = ',', default_value = "leap,aggreplay,tplay")]
+        /// Strategies to record with, comma-separated (default: leap,aggreplay,tplay; leap with --quick).
+        #[arg(long, value_delimiter = ',')]
         strategies: Vec<String>,
         /// Runs per configuration; tables show medians (default 5, 1 with --quick).
         #[arg(long)]
@@ -119,7 +123,16 @@ fn main() {
     let r = match cli.cmd {
         Cmd::Cc { args } => cc::run(false, args),
         Cmd::Cxx { args } => cc::run(true, args),
-        Cmd::Record { output, strategy, checkpoint, verify, hash_reads, portable: _, no_sud, cmd } => {
+        Cmd::Record {
+            output,
+            strategy,
+            checkpoint,
+            verify,
+            hash_reads,
+            portable: _,
+            no_sud,
+            cmd,
+        } => {
             let checkpoint = match verify.as_deref() {
                 Some("full") => 1,
                 Some("default") | None => checkpoint,
@@ -128,15 +141,42 @@ fn main() {
                     std::process::exit(2);
                 }
             };
-            record::record(record::RecordOpts { output, strategy, checkpoint, cmd, hash_reads, no_sud })
+            record::record(record::RecordOpts {
+                output,
+                strategy,
+                checkpoint,
+                cmd,
+                hash_reads,
+                no_sud,
+            })
         }
-        Cmd::Replay { trace, jitter, timeout } => {
-            replay::replay(replay::ReplayOpts { trace, jitter, timeout: timeout.map(std::time::Duration::from_secs) })
-        }
+        Cmd::Replay {
+            trace,
+            jitter,
+            timeout,
+        } => replay::replay(replay::ReplayOpts {
+            trace,
+            jitter,
+            timeout: timeout.map(std::time::Duration::from_secs),
+        }),
         Cmd::Info { trace, records } => info::info(trace, records),
-        Cmd::Bench { programs, strategies, runs, threads, out, size, quick } => {
-            bench::run(bench::BenchOpts { programs, strategies, runs, threads, out, size, quick })
-        }
+        Cmd::Bench {
+            programs,
+            strategies,
+            runs,
+            threads,
+            out,
+            size,
+            quick,
+        } => bench::run(bench::BenchOpts {
+            programs,
+            strategies,
+            runs,
+            threads,
+            out,
+            size,
+            quick,
+        }),
     };
     match r {
         Ok(code) => std::process::exit(code),

@@ -63,7 +63,11 @@ struct RecordSink {
 
 impl RecordSink {
     fn flush(&mut self) -> Result<()> {
-        for (k, buf) in [(ChunkKind::Events, &mut self.ev), (ChunkKind::Stdout, &mut self.out), (ChunkKind::Stderr, &mut self.err)] {
+        for (k, buf) in [
+            (ChunkKind::Events, &mut self.ev),
+            (ChunkKind::Stdout, &mut self.out),
+            (ChunkKind::Stderr, &mut self.err),
+        ] {
             if !buf.is_empty() {
                 self.w.write_chunk(k, buf)?;
                 buf.clear();
@@ -104,21 +108,32 @@ impl Sink for RecordSink {
 
 /// Record; returns the shell status to exit with.
 pub fn record(o: RecordOpts) -> Result<i32> {
-    if o.strategy != "leap" {
-        bail!("strategy `{}` is not available in full mode yet (available: leap)", o.strategy);
-    }
+    let strategy_flag = match o.strategy.as_str() {
+        "leap" => 0,
+        "aggreplay" => reprise_proto::FLAG_AGGREPLAY,
+        "tplay" => reprise_proto::FLAG_TPLAY,
+        other => bail!("unknown strategy `{other}` (available: leap, aggreplay, tplay)"),
+    };
     if o.checkpoint == 0 {
         bail!("--checkpoint must be at least 1");
     }
-    let Some(prog) = o.cmd.first() else { bail!("no program given: reprise record -- PROGRAM [ARGS...]") };
+    let Some(prog) = o.cmd.first() else {
+        bail!("no program given: reprise record -- PROGRAM [ARGS...]")
+    };
     let exe = resolve_exe(prog)?;
-    let name = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "trace".into());
+    let name = exe
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "trace".into());
     let path = match &o.output {
         Some(p) => p.clone(),
         None => crate::tracedir::new_trace(&name)?,
     };
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: rl is a valid out-parameter.
     unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut rl) };
     let env: Vec<Vec<u8>> = std::env::vars_os()
@@ -141,12 +156,31 @@ pub fn record(o: RecordOpts) -> Result<i32> {
         rlimit_stack: (rl.rlim_cur, rl.rlim_max),
         stripes: reprise_proto::STRIPES as u32,
         checkpoint_interval: o.checkpoint,
-        created_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
-        extra: [("hash_reads".to_string(), o.hash_reads.to_string()), ("sud".to_string(), (!o.no_sud).to_string())].into_iter().collect(),
+        created_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        extra: [
+            ("hash_reads".to_string(), o.hash_reads.to_string()),
+            ("sud".to_string(), (!o.no_sud).to_string()),
+        ]
+        .into_iter()
+        .collect(),
     };
-    let f = std::fs::File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    let f = std::fs::File::create(&path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
     let w = TraceWriter::new(BufWriter::new(f), &header)?;
-    let flags = if o.hash_reads { reprise_proto::FLAG_HASH_READS } else { 0 } | if o.no_sud { reprise_proto::FLAG_NO_SUD } else { 0 };
+    let flags = strategy_flag
+        | if o.hash_reads {
+            reprise_proto::FLAG_HASH_READS
+        } else {
+            0
+        }
+        | if o.no_sud {
+            reprise_proto::FLAG_NO_SUD
+        } else {
+            0
+        };
     let launch = Launch {
         exe: header.exe_path.clone(),
         argv: header.argv.clone(),
@@ -156,10 +190,23 @@ pub fn record(o: RecordOpts) -> Result<i32> {
         config: record_config(o.checkpoint, flags),
         watchdog: None,
     };
-    let mut sink = RecordSink { w, ev: Vec::new(), out: Vec::new(), err: Vec::new(), last: Instant::now(), rec: Recording::default(), pending: Vec::new() };
+    let mut sink = RecordSink {
+        w,
+        ev: Vec::new(),
+        out: Vec::new(),
+        err: Vec::new(),
+        last: Instant::now(),
+        rec: Recording::default(),
+        pending: Vec::new(),
+    };
     let ended = launch::run(&launch, &mut sink)?;
     sink.flush()?;
-    let footer = Footer { exit: ended.exit.clone(), wall_ns: ended.wall.as_nanos() as u64, chunks: 0, raw_bytes: 0 };
+    let footer = Footer {
+        exit: ended.exit.clone(),
+        wall_ns: ended.wall.as_nanos() as u64,
+        chunks: 0,
+        raw_bytes: 0,
+    };
     sink.w.finish(&footer)?;
     if o.output.is_none() {
         crate::tracedir::set_latest(&path);

@@ -37,6 +37,8 @@ pub struct Recording {
     pub frames: u64,
     /// System calls caught by Syscall User Dispatch (number -> count).
     pub trapped: BTreeMap<u32, u64>,
+    /// The model strategy's log (JSON), for aggreplay and tplay.
+    pub model_log: Vec<u8>,
 }
 
 impl Recording {
@@ -56,7 +58,12 @@ impl Recording {
                 let v = self.vectors.entry(stripe).or_default();
                 for e in entries {
                     match v.last_mut() {
-                        Some(l) if l.tid == e.tid && (l.count as u64 + e.count as u64) <= u32::MAX as u64 => l.count += e.count,
+                        Some(l)
+                            if l.tid == e.tid
+                                && (l.count as u64 + e.count as u64) <= u32::MAX as u64 =>
+                        {
+                            l.count += e.count
+                        }
                         _ => v.push(e),
                     }
                 }
@@ -78,12 +85,17 @@ impl Recording {
                 e.0 = end;
                 e.1.extend(finals);
             }
+            Frame::Model(b) => self.model_log.extend_from_slice(&b),
             Frame::Stats(v) => {
                 for (n, c) in v {
                     *self.trapped.entry(n).or_default() += c as u64;
                 }
             }
-            Frame::Diverge { tid, event, message } => {
+            Frame::Diverge {
+                tid,
+                event,
+                message,
+            } => {
                 if self.diverged.is_none() {
                     self.diverged = Some((tid, event, message));
                 }
@@ -96,14 +108,20 @@ impl Recording {
         let mut r = Recording::default();
         let used = r.feed(buf)?;
         if used != buf.len() {
-            bail!("the event stream ends inside a frame (byte {used} of {})", buf.len());
+            bail!(
+                "the event stream ends inside a frame (byte {used} of {})",
+                buf.len()
+            );
         }
         Ok(r)
     }
 
     /// Total events (sum of final counts), when the end was recorded.
     pub fn total_events(&self) -> u64 {
-        self.end.as_ref().map(|(_, f)| f.values().sum()).unwrap_or(0)
+        self.end
+            .as_ref()
+            .map(|(_, f)| f.values().sum())
+            .unwrap_or(0)
     }
 
     /// Total vector entries (runs) over all stripes.
@@ -114,7 +132,11 @@ impl Recording {
     /// Number of threads the run had.
     pub fn nthreads(&self) -> u32 {
         let a = self.threads.keys().next_back().map(|t| t + 1).unwrap_or(0);
-        let b = self.end.as_ref().and_then(|(_, f)| f.keys().next_back().map(|t| t + 1)).unwrap_or(0);
+        let b = self
+            .end
+            .as_ref()
+            .and_then(|(_, f)| f.keys().next_back().map(|t| t + 1))
+            .unwrap_or(0);
         a.max(b)
     }
 
@@ -123,7 +145,9 @@ impl Recording {
         fn put<T: Copy>(out: &mut Vec<u8>, v: &T) {
             // Plain-old-data repr(C) structs of the protocol, written in native layout for
             // the runtime on this same machine.
-            let b = unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) };
+            let b = unsafe {
+                std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>())
+            };
             out.extend_from_slice(b);
         }
         let nthreads = self.nthreads();
@@ -134,7 +158,10 @@ impl Recording {
         let mut data: Vec<u8> = Vec::new();
         let mut sidx = vec![StripeIndex::default(); STRIPES];
         for (s, v) in &self.vectors {
-            sidx[*s as usize] = StripeIndex { off: (data_off + data.len()) as u64, len: v.len() as u64 };
+            sidx[*s as usize] = StripeIndex {
+                off: (data_off + data.len()) as u64,
+                len: v.len() as u64,
+            };
             for e in v {
                 put(&mut data, e);
             }
@@ -171,6 +198,8 @@ impl Recording {
             }
             ti.final_events = finals.get(&t).copied().unwrap_or(0);
         }
+        let model_off = data_off + data.len();
+        data.extend_from_slice(&self.model_log);
         let hdr = ConfigHeader {
             magic: CONFIG_MAGIC,
             version: PROTO_VERSION,
@@ -183,6 +212,8 @@ impl Recording {
             stripe_index_off: sidx_off as u64,
             thread_index_off: tidx_off as u64,
             end: self.end.as_ref().map(|e| e.0).unwrap_or_default(),
+            model_off: model_off as u64,
+            model_len: self.model_log.len() as u64,
         };
         let mut out = Vec::with_capacity(data_off + data.len());
         put(&mut out, &hdr);
@@ -210,5 +241,11 @@ pub fn record_config(checkpoint: u64, flags: u64) -> Vec<u8> {
         ..Default::default()
     };
     // SAFETY: ConfigHeader is repr(C) plain data.
-    unsafe { std::slice::from_raw_parts(&hdr as *const _ as *const u8, std::mem::size_of::<ConfigHeader>()) }.to_vec()
+    unsafe {
+        std::slice::from_raw_parts(
+            &hdr as *const _ as *const u8,
+            std::mem::size_of::<ConfigHeader>(),
+        )
+    }
+    .to_vec()
 }

@@ -44,7 +44,10 @@ struct ReplaySink {
 impl Sink for ReplaySink {
     fn events(&mut self, b: &[u8]) -> Result<()> {
         self.pending.extend_from_slice(b);
-        let used = self.rec.feed(&self.pending).map_err(|e| Fail(format!("the replay's event stream is corrupt: {e}")))?;
+        let used = self
+            .rec
+            .feed(&self.pending)
+            .map_err(|e| Fail(format!("the replay's event stream is corrupt: {e}")))?;
         self.pending.drain(..used);
         Ok(())
     }
@@ -59,9 +62,19 @@ impl Sink for ReplaySink {
 }
 
 /// Load a trace fully: header, decoded recording, outputs, footer.
-pub fn load(path: &std::path::Path) -> Result<(reprise_trace::Header, Recording, Vec<u8>, Vec<u8>, reprise_trace::Footer)> {
+pub fn load(
+    path: &std::path::Path,
+) -> Result<(
+    reprise_trace::Header,
+    Recording,
+    Vec<u8>,
+    Vec<u8>,
+    reprise_trace::Footer,
+)> {
     let reader = TraceReader::open(path).map_err(|e| Fail(format!("{}: {e}", path.display())))?;
-    let (header, chunks, footer) = reader.read_all().map_err(|e| Fail(format!("{}: {e}", path.display())))?;
+    let (header, chunks, footer) = reader
+        .read_all()
+        .map_err(|e| Fail(format!("{}: {e}", path.display())))?;
     let (mut ev, mut out, mut err) = (Vec::new(), Vec::new(), Vec::new());
     for c in chunks {
         match c.kind {
@@ -70,7 +83,8 @@ pub fn load(path: &std::path::Path) -> Result<(reprise_trace::Header, Recording,
             ChunkKind::Stderr => err.extend_from_slice(&c.data),
         }
     }
-    let rec = Recording::from_bytes(&ev).map_err(|e| Fail(format!("{}: events are corrupt: {e}", path.display())))?;
+    let rec = Recording::from_bytes(&ev)
+        .map_err(|e| Fail(format!("{}: events are corrupt: {e}", path.display())))?;
     Ok((header, rec, out, err, footer))
 }
 
@@ -79,24 +93,55 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     let path = crate::tracedir::resolve(o.trace.clone())?;
     let (header, rec, out, err, footer) = load(&path)?;
     if rec.frames == 0 {
-        return fail("the trace holds no runtime events: the program was not built with `reprise cc`");
+        return fail(
+            "the trace holds no runtime events: the program was not built with `reprise cc`",
+        );
     }
-    if header.strategy != "leap" {
-        return fail(format!("the trace was recorded with strategy `{}`, which this reprise cannot replay", header.strategy));
+    let strategy_flag =
+        match header.strategy.as_str() {
+            "leap" => 0,
+            "aggreplay" => reprise_proto::FLAG_AGGREPLAY,
+            "tplay" => reprise_proto::FLAG_TPLAY,
+            other => return fail(format!(
+                "the trace was recorded with strategy `{other}`, which this reprise cannot replay"
+            )),
+        };
+    if strategy_flag != 0 && rec.model_log.is_empty() {
+        return fail(format!(
+            "the trace has no {} log (the recording did not end normally)",
+            header.strategy
+        ));
     }
     let exe = PathBuf::from(std::ffi::OsStr::from_bytes_compat(&header.exe_path));
-    let hash = crate::record::exe_hash(&exe).map_err(|e| Fail(format!("the recorded program is missing: {e}")))?;
+    let hash = crate::record::exe_hash(&exe)
+        .map_err(|e| Fail(format!("the recorded program is missing: {e}")))?;
     if hash != header.exe_hash {
         return fail(format!("{} changed since the recording (content hash {} now, {} recorded): rebuild it as it was or record again", exe.display(), hash, header.exe_hash));
     }
-    let timeout = o.timeout.unwrap_or_else(|| Duration::from_secs(60).max(Duration::from_nanos(footer.wall_ns) * 20));
+    let timeout = o
+        .timeout
+        .unwrap_or_else(|| Duration::from_secs(60).max(Duration::from_nanos(footer.wall_ns) * 20));
     let launch = Launch {
         exe: header.exe_path.clone(),
         argv: header.argv.clone(),
         env: header.env.clone(),
         cwd: header.cwd.clone(),
         rlimit_stack: header.rlimit_stack,
-        config: rec.replay_config(header.checkpoint_interval, o.jitter, if header.extra.get("sud").map(|v| v == "false").unwrap_or(false) { reprise_proto::FLAG_NO_SUD } else { 0 }),
+        config: rec.replay_config(
+            header.checkpoint_interval,
+            o.jitter,
+            strategy_flag
+                | if header
+                    .extra
+                    .get("sud")
+                    .map(|v| v == "false")
+                    .unwrap_or(false)
+                {
+                    reprise_proto::FLAG_NO_SUD
+                } else {
+                    0
+                },
+        ),
         watchdog: Some(timeout),
     };
     let mut sink = ReplaySink::default();
@@ -108,12 +153,26 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     if let Some(report) = ended.stuck {
         return fail(report);
     }
-    let a = RunOutput { rec: &rec, stdout: &out, stderr: &err, exit: &footer.exit };
-    let b = RunOutput { rec: &sink.rec, stdout: &sink.out, stderr: &sink.err, exit: &ended.exit };
+    let a = RunOutput {
+        rec: &rec,
+        stdout: &out,
+        stderr: &err,
+        exit: &footer.exit,
+    };
+    let b = RunOutput {
+        rec: &sink.rec,
+        stdout: &sink.out,
+        stderr: &sink.err,
+        exit: &ended.exit,
+    };
     if let Err(why) = verify::compare(&a, &b) {
         return fail(format!("replay diverged: {why}"));
     }
-    eprintln!("reprise: replay verified ({} events, {} threads)", rec.total_events(), rec.nthreads());
+    eprintln!(
+        "reprise: replay verified ({} events, {} threads)",
+        rec.total_events(),
+        rec.nthreads()
+    );
     Ok(footer.exit.shell_status())
 }
 

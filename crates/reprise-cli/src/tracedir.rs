@@ -16,7 +16,8 @@ pub fn dir() -> Result<PathBuf> {
     } else {
         bail!("no trace directory: set REPRISE_TRACE_DIR or HOME")
     };
-    std::fs::create_dir_all(&d).with_context(|| format!("cannot create the trace directory {}", d.display()))?;
+    std::fs::create_dir_all(&d)
+        .with_context(|| format!("cannot create the trace directory {}", d.display()))?;
     Ok(d)
 }
 
@@ -25,7 +26,12 @@ pub fn new_trace(name: &str) -> Result<PathBuf> {
     let d = dir()?;
     for n in 0.. {
         let p = d.join(format!("{name}-{n}.trace"));
-        if std::fs::OpenOptions::new().write(true).create_new(true).open(&p).is_ok() {
+        if std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&p)
+            .is_ok()
+        {
             return Ok(p);
         }
     }
@@ -53,5 +59,10 @@ pub fn resolve(arg: Option<PathBuf>) -> Result<PathBuf> {
         return Ok(p);
     }
     let link = dir()?.join("latest-trace");
-    std::fs::canonicalize(&link).with_context(|| format!("no trace given and no latest trace in {}", dir().map(|d| d.display().to_string()).unwrap_or_default()))
+    std::fs::canonicalize(&link).with_context(|| {
+        format!(
+            "no trace given and no latest trace in {}",
+            dir().map(|d| d.display().to_string()).unwrap_or_default()
+        )
+    })
 }

@@ -19,18 +19,29 @@ pub struct RunOutput<'a> {
 }
 
 fn first_diff(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()))
+    a.iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()))
 }
 
 /// Compare a replay with its recording; Err names the first difference.
 pub fn compare(rec: &RunOutput<'_>, rep: &RunOutput<'_>) -> Result<(), String> {
     // The end first: a different end explains most other differences.
     if rec.exit != rep.exit {
-        return Err(format!("the recording ended with {}, the replay with {}", rec.exit, rep.exit));
+        return Err(format!(
+            "the recording ended with {}, the replay with {}",
+            rec.exit, rep.exit
+        ));
     }
     match (&rec.rec.end, &rep.rec.end) {
         (Some((a, fa)), Some((b, fb))) => {
-            if a.kind != b.kind || a.tid != b.tid || a.event != b.event || a.code != b.code || a.addr != b.addr {
+            if a.kind != b.kind
+                || a.tid != b.tid
+                || a.event != b.event
+                || a.code != b.code
+                || a.addr != b.addr
+            {
                 return Err(format!(
                     "the process ended differently: recorded {} in thread {} at event {} (code {}, address {:#x}), replayed {} in thread {} at event {} (code {}, address {:#x})",
                     end_kind(a.kind), a.tid, a.event, a.code, a.addr, end_kind(b.kind), b.tid, b.event, b.code, b.addr
@@ -39,46 +50,85 @@ pub fn compare(rec: &RunOutput<'_>, rep: &RunOutput<'_>) -> Result<(), String> {
             for (tid, n) in fa {
                 let m = fb.get(tid).copied().unwrap_or(0);
                 if *n != m {
-                    return Err(format!("thread {tid} performed {m} events in the replay, {n} in the recording"));
+                    return Err(format!(
+                        "thread {tid} performed {m} events in the replay, {n} in the recording"
+                    ));
                 }
             }
             if let Some((tid, m)) = fb.iter().find(|(t, _)| !fa.contains_key(t)) {
-                return Err(format!("thread {tid} exists in the replay ({m} events) but not in the recording"));
+                return Err(format!(
+                    "thread {tid} exists in the replay ({m} events) but not in the recording"
+                ));
             }
         }
-        (Some(_), None) => return Err("the replay ended without the runtime seeing the end of the process".into()),
-        (None, Some(_)) => return Err("the recording has no process end, the replay has one".into()),
+        (Some(_), None) => {
+            return Err("the replay ended without the runtime seeing the end of the process".into())
+        }
+        (None, Some(_)) => {
+            return Err("the recording has no process end, the replay has one".into())
+        }
         (None, None) => {}
     }
     for (tid, a) in &rec.rec.threads {
         let empty = Default::default();
         let b = rep.rec.threads.get(tid).unwrap_or(&empty);
         if a.start != b.start {
-            return Err(format!("thread {tid} was created as {:?} in the recording, {:?} in the replay", a.start, b.start));
+            return Err(format!(
+                "thread {tid} was created as {:?} in the recording, {:?} in the replay",
+                a.start, b.start
+            ));
         }
-        if let Some(i) = (0..a.digests.len().max(b.digests.len())).find(|&i| a.digests.get(i) != b.digests.get(i)) {
+        if let Some(i) = (0..a.digests.len().max(b.digests.len()))
+            .find(|&i| a.digests.get(i) != b.digests.get(i))
+        {
             let (x, y) = (a.digests.get(i), b.digests.get(i));
             return Err(format!(
                 "thread {tid} diverged: checkpoint {i} recorded {} , replayed {}",
-                x.map(|p| format!("digest {:#018x} at event {}", p.value, p.event)).unwrap_or("nothing".into()),
-                y.map(|p| format!("digest {:#018x} at event {}", p.value, p.event)).unwrap_or("nothing".into())
+                x.map(|p| format!("digest {:#018x} at event {}", p.value, p.event))
+                    .unwrap_or("nothing".into()),
+                y.map(|p| format!("digest {:#018x} at event {}", p.value, p.event))
+                    .unwrap_or("nothing".into())
             ));
         }
         if a.signals != b.signals {
-            return Err(format!("thread {tid}: signal deliveries differ: recorded {:?}, replayed {:?}", a.signals, b.signals));
+            return Err(format!(
+                "thread {tid}: signal deliveries differ: recorded {:?}, replayed {:?}",
+                a.signals, b.signals
+            ));
         }
-        if let Some(i) = (0..a.data.len().max(b.data.len())).find(|&i| a.data.get(i) != b.data.get(i)) {
-            return Err(format!("thread {tid}: input record {i} differs between the recording and the replay"));
+        if let Some(i) =
+            (0..a.data.len().max(b.data.len())).find(|&i| a.data.get(i) != b.data.get(i))
+        {
+            return Err(format!(
+                "thread {tid}: input record {i} differs between the recording and the replay"
+            ));
         }
-        if let Some(i) = (0..a.results.len().max(b.results.len())).find(|&i| a.results.get(i) != b.results.get(i)) {
-            return Err(format!("thread {tid}: result {i} differs: recorded {:?}, replayed {:?}", a.results.get(i), b.results.get(i)));
+        if let Some(i) = (0..a.results.len().max(b.results.len()))
+            .find(|&i| a.results.get(i) != b.results.get(i))
+        {
+            return Err(format!(
+                "thread {tid}: result {i} differs: recorded {:?}, replayed {:?}",
+                a.results.get(i),
+                b.results.get(i)
+            ));
         }
+    }
+    if rec.rec.model_log != rep.rec.model_log {
+        return Err(format!(
+            "the strategy's log re-recorded in the replay ({} bytes) differs from the trace's ({} bytes): the replay followed a different order",
+            rep.rec.model_log.len(),
+            rec.rec.model_log.len()
+        ));
     }
     for (s, a) in &rec.rec.vectors {
         let empty = Vec::new();
         let b = rep.rec.vectors.get(s).unwrap_or(&empty);
         if a != b {
-            let i = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+            let i = a
+                .iter()
+                .zip(b)
+                .position(|(x, y)| x != y)
+                .unwrap_or(a.len().min(b.len()));
             return Err(format!(
                 "access vector of stripe {s} differs at run {i}: recorded {:?}, replayed {:?}",
                 a.get(i).map(|e| (e.tid, e.count)),
@@ -86,10 +136,20 @@ pub fn compare(rec: &RunOutput<'_>, rep: &RunOutput<'_>) -> Result<(), String> {
             ));
         }
     }
-    if let Some(s) = rep.rec.vectors.keys().find(|s| !rec.rec.vectors.contains_key(s)) {
-        return Err(format!("the replay accessed stripe {s}, which the recording never did"));
+    if let Some(s) = rep
+        .rec
+        .vectors
+        .keys()
+        .find(|s| !rec.rec.vectors.contains_key(s))
+    {
+        return Err(format!(
+            "the replay accessed stripe {s}, which the recording never did"
+        ));
     }
-    for (name, a, b) in [("stdout", rec.stdout, rep.stdout), ("stderr", rec.stderr, rep.stderr)] {
+    for (name, a, b) in [
+        ("stdout", rec.stdout, rep.stdout),
+        ("stderr", rec.stderr, rep.stderr),
+    ] {
         if a != b {
             return Err(format!(
                 "{name} differs at byte {} (recorded {} bytes, replayed {} bytes)",

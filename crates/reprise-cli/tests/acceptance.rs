@@ -32,7 +32,11 @@ fn acceptance(name: &str, compiler: &str) {
             replay_verified(&w, &r, How::Plain);
             extra += 1;
         }
-        assert!(outcomes.len() >= 2, "{name}: all {} recordings had the same outcome; the recorder serialises the race", RECORDINGS + extra);
+        assert!(
+            outcomes.len() >= 2,
+            "{name}: all {} recordings had the same outcome; the recorder serialises the race",
+            RECORDINGS + extra
+        );
     }
 }
 
@@ -51,7 +55,18 @@ macro_rules! acceptance_tests {
     )*};
 }
 
-acceptance_tests!(counter_race, check_then_act, order_violation, dcl, bank, prodcons, stencil, lockfree_stack, addresses, cxx_threads);
+acceptance_tests!(
+    counter_race,
+    check_then_act,
+    order_violation,
+    dcl,
+    bank,
+    prodcons,
+    stencil,
+    lockfree_stack,
+    addresses,
+    cxx_threads
+);
 
 // The long tail (issue 6) and inputs/outputs (issue 5).
 acceptance_tests!(
@@ -83,7 +98,10 @@ fn addresses_are_deterministic_across_recordings() {
     let a = record(&w, &bin, &p.args, "a.trace", &[]);
     let b = record(&w, &bin, &p.args, "b.trace", &[]);
     assert!(!a.stdout.is_empty());
-    assert_eq!(a.stdout, b.stdout, "addresses differ between two recordings");
+    assert_eq!(
+        a.stdout, b.stdout,
+        "addresses differ between two recordings"
+    );
 }
 
 /// The crashing program: record (bounded tries) until one recording crashed and one did not;

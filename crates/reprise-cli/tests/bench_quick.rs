@@ -13,38 +13,77 @@ fn bench_quick_writes_tables_and_every_replay_verifies() {
         .output()
         .expect("run reprise bench");
     let stderr = String::from_utf8_lossy(&r.stderr);
-    assert!(r.status.success(), "reprise bench --quick failed ({}):\n{stderr}", r.status);
+    assert!(
+        r.status.success(),
+        "reprise bench --quick failed ({}):\n{stderr}",
+        r.status
+    );
 
     let md = std::fs::read_to_string(out.path().join("bench.md")).expect("bench.md");
-    assert_eq!(String::from_utf8_lossy(&r.stdout), md, "the tables printed to stdout are the Markdown file");
-    for table in ["## Record slowdown", "## Replay slowdown", "## Log size", "## Replay success"] {
+    assert_eq!(
+        String::from_utf8_lossy(&r.stdout),
+        md,
+        "the tables printed to stdout are the Markdown file"
+    );
+    for table in [
+        "## Record slowdown",
+        "## Replay slowdown",
+        "## Log size",
+        "## Replay success",
+    ] {
         assert!(md.contains(table), "bench.md lacks `{table}`:\n{md}");
     }
     let programs = ["histogram", "counter_race", "prodcons"];
     for p in programs {
-        let rows = md.lines().filter(|l| l.starts_with(&format!("| {p} |"))).count();
-        assert!(rows >= 4, "bench.md has {rows} rows for {p}, want one per table:\n{md}");
+        let rows = md
+            .lines()
+            .filter(|l| l.starts_with(&format!("| {p} |")))
+            .count();
+        assert!(
+            rows >= 4,
+            "bench.md has {rows} rows for {p}, want one per table:\n{md}"
+        );
     }
 
     let csv = std::fs::read_to_string(out.path().join("runs.csv")).expect("runs.csv");
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().expect("runs.csv header").split(',').collect();
     assert_eq!(header[..3], ["program", "config", "strategy"]);
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("runs.csv lacks column {name}"));
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("runs.csv lacks column {name}"))
+    };
     let (program, config, verified) = (col("program"), col("config"), col("verified"));
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     for p in programs {
         for c in ["native", "floor", "tsan", "record", "replay"] {
-            assert!(rows.iter().any(|r| r[program] == p && r[config] == c), "runs.csv has no {c} row for {p}:\n{csv}");
+            assert!(
+                rows.iter().any(|r| r[program] == p && r[config] == c),
+                "runs.csv has no {c} row for {p}:\n{csv}"
+            );
         }
     }
-    let replays: Vec<&Vec<&str>> = rows.iter().filter(|r| r[config] == "replay" && !r[verified].is_empty()).collect();
-    assert!(replays.len() >= programs.len(), "too few replays in runs.csv:\n{csv}");
+    let replays: Vec<&Vec<&str>> = rows
+        .iter()
+        .filter(|r| r[config] == "replay" && !r[verified].is_empty())
+        .collect();
+    assert!(
+        replays.len() >= programs.len(),
+        "too few replays in runs.csv:\n{csv}"
+    );
     for r in replays {
-        assert_eq!(r[verified], "true", "a replay did not verify: {}", r.join(","));
+        assert_eq!(
+            r[verified],
+            "true",
+            "a replay did not verify: {}",
+            r.join(",")
+        );
     }
 
     assert!(out.path().join("runs.json").is_file(), "runs.json missing");
-    let svg = std::fs::read_to_string(out.path().join("record-slowdown.svg")).expect("record-slowdown.svg");
+    let svg = std::fs::read_to_string(out.path().join("record-slowdown.svg"))
+        .expect("record-slowdown.svg");
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
 }

@@ -17,8 +17,14 @@ fn stdin_is_recorded_and_replayed_without_it() {
     for i in 0..5 {
         let t = w.path(&format!("stdin-{i}.trace"));
         let mut c = w.cmd();
-        c.arg("record").arg("-o").arg(&t).arg("--").arg(format!("./{bin}"));
-        c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        c.arg("record")
+            .arg("-o")
+            .arg(&t)
+            .arg("--")
+            .arg(format!("./{bin}"));
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = c.spawn().unwrap();
         let mut sin = child.stdin.take().unwrap();
         let data = input.clone();
@@ -34,7 +40,12 @@ fn stdin_is_recorded_and_replayed_without_it() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert!(String::from_utf8_lossy(&o.stdout).contains("bytes="));
         // Replay with no input at all: the data comes from the trace.
-        let r = Recorded { trace: t, stdout: o.stdout, stderr: vec![], status: 0 };
+        let r = Recorded {
+            trace: t,
+            stdout: o.stdout,
+            stderr: vec![],
+            status: 0,
+        };
         replay_verified(&w, &r, How::Plain);
         replay_verified(&w, &r, How::Jitter(3));
     }
@@ -51,7 +62,11 @@ fn appending_program_does_not_append_in_replay() {
         let after_record = std::fs::read(&log).unwrap();
         replay_verified(&w, &r, How::Plain);
         replay_verified(&w, &r, How::OneCpu);
-        assert_eq!(std::fs::read(&log).unwrap(), after_record, "the replay changed the log file");
+        assert_eq!(
+            std::fs::read(&log).unwrap(),
+            after_record,
+            "the replay changed the log file"
+        );
     }
 }
 
@@ -66,8 +81,17 @@ fn makefile_project_builds_records_and_replays() {
         std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
     }
     let cc = format!("{} cc", reprise().display());
-    let o = Command::new("make").current_dir(&dst).arg(format!("CC={cc}")).output().unwrap();
-    assert!(o.status.success(), "make failed:\n{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("make")
+        .current_dir(&dst)
+        .arg(format!("CC={cc}"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "make failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     let mut outcomes = std::collections::BTreeSet::new();
     for i in 0..10 {
         let r = record(&w, "proj/app", &[], &format!("m-{i}.trace"), &[]);

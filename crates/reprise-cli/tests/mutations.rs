@@ -59,7 +59,10 @@ fn swapped_access_vector_entries_are_rejected() {
             }
             let i = cands[((cands.len() - 1) as f64 * frac) as usize];
             if let Frame::Stripe { entries, .. } = &mut frames[i] {
-                let j = entries.windows(2).position(|e| e[0].tid != e[1].tid).unwrap();
+                let j = entries
+                    .windows(2)
+                    .position(|e| e[0].tid != e[1].tid)
+                    .unwrap();
                 entries.swap(j, j + 1);
             }
             true
@@ -102,18 +105,27 @@ fn changed_result_is_rejected() {
 fn flipped_byte_and_cut_tail_are_rejected() {
     let (w, r) = recorded("prodcons");
     let bytes = std::fs::read(&r.trace).unwrap();
-    for (k, at) in [bytes.len() / 2, bytes.len() - 40, bytes.len() * 3 / 4].into_iter().enumerate() {
+    for (k, at) in [bytes.len() / 2, bytes.len() - 40, bytes.len() * 3 / 4]
+        .into_iter()
+        .enumerate()
+    {
         let mut b = bytes.clone();
         b[at] ^= 0x20;
         let dst = w.path(&format!("flip-{k}.trace"));
         std::fs::write(&dst, &b).unwrap();
         replay_rejected(&w, &dst);
     }
-    for (k, len) in [bytes.len() - 1, bytes.len() - 30, bytes.len() / 2].into_iter().enumerate() {
+    for (k, len) in [bytes.len() - 1, bytes.len() - 30, bytes.len() / 2]
+        .into_iter()
+        .enumerate()
+    {
         let dst = w.path(&format!("cut-{k}.trace"));
         std::fs::write(&dst, &bytes[..len]).unwrap();
         let why = replay_rejected(&w, &dst);
-        assert!(why.contains("truncat") || why.contains("incomplete") || why.contains("ends"), "{why}");
+        assert!(
+            why.contains("truncat") || why.contains("incomplete") || why.contains("ends"),
+            "{why}"
+        );
         eprintln!("cut at {len}: {why}");
     }
 }

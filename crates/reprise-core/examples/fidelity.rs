@@ -26,7 +26,10 @@ fn row<S: Strategy>(s: &S, name: &str, cfg: &GenConfig, sub: Substrate, cases: u
 }
 
 fn main() {
-    let cases: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10_000);
+    let cases: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10_000);
     let cfg = GenConfig::default();
     println!("simulated programs: {cases} per row, {:?}", cfg);
     println!("strategy   substrate exact/total    exact%   (strict: same order incl. read-read)");

@@ -12,7 +12,14 @@ fn search<S: Strategy>(s: &S, sub: Substrate, want_deadlock: Option<bool>) {
     let mut best: Option<(usize, String)> = None;
     for segs in 1..=4 {
         for threads in 2..=3 {
-            let cfg = GenConfig { max_threads: threads, locs: 2, locks: 1, max_segments: segs, rmw_pct: 10, lock_pct: 20 };
+            let cfg = GenConfig {
+                max_threads: threads,
+                locs: 2,
+                locks: 1,
+                max_segments: segs,
+                rmw_pct: 10,
+                lock_pct: 20,
+            };
             for i in 0..20_000u64 {
                 let mut rng = Rng(i.wrapping_mul(0x9E37) ^ (segs * 1000 + threads));
                 let prog = generate(&mut rng, &cfg);

@@ -35,7 +35,7 @@ use crate::strategy::{LogSize, Recorder, Replayer, Strategy};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// An entry of `EX_t`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ExEntry {
     /// Θ: the RC vector did not change at this write (O1/O2).
     Null,
@@ -44,7 +44,7 @@ pub enum ExEntry {
 }
 
 /// AggrePlay's log (the figure 5 lists plus the thread abstraction).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AggrePlayLog {
     /// `W_x`: writes per location in order.
     pub w: BTreeMap<Loc, Vec<EventId>>,
@@ -71,8 +71,16 @@ pub fn o3_pairs(rc: &[u32]) -> Vec<(u32, u32)> {
 impl LogSize for AggrePlayLog {
     fn size_bytes(&self) -> usize {
         let ev = enc::TID + enc::CNT;
-        let w: usize = self.w.values().map(|v| enc::OBJ + enc::LEN + v.len() * ev).sum();
-        let wr: usize = self.wr.values().map(|v| enc::OBJ + enc::LEN + v.len() * 2 * ev).sum();
+        let w: usize = self
+            .w
+            .values()
+            .map(|v| enc::OBJ + enc::LEN + v.len() * ev)
+            .sum();
+        let wr: usize = self
+            .wr
+            .values()
+            .map(|v| enc::OBJ + enc::LEN + v.len() * 2 * ev)
+            .sum();
         let ex: usize = self
             .ex
             .values()
@@ -87,7 +95,11 @@ impl LogSize for AggrePlayLog {
                         .sum::<usize>()
             })
             .sum();
-        let l: usize = self.l.values().map(|v| enc::OBJ + enc::LEN + v.len() * enc::TID).sum();
+        let l: usize = self
+            .l
+            .values()
+            .map(|v| enc::OBJ + enc::LEN + v.len() * enc::TID)
+            .sum();
         w + wr + ex + l
     }
 }
@@ -135,8 +147,10 @@ impl Recorder for AggrePlayRecorder {
         match ev.op {
             Op::Write(x) | Op::Rmw(x) => {
                 // updateReadVectors (lines 20-25) with O1/O2.
-                let others: Vec<(ThreadId, u32)> =
-                    (0..self.nthreads).filter(|&u| u != t).map(|u| (u, self.own(u, x))).collect();
+                let others: Vec<(ThreadId, u32)> = (0..self.nthreads)
+                    .filter(|&u| u != t)
+                    .map(|u| (u, self.own(u, x)))
+                    .collect();
                 let rc = self.rc.entry((t, x)).or_default();
                 let mut changed = false;
                 for (u, n) in others {
@@ -205,9 +219,10 @@ impl AggrePlayReplayer {
         match self.ex.get(&t).and_then(|q| q.front()) {
             None => false,
             Some(ExEntry::Null) => true,
-            Some(ExEntry::Rc(rc, _)) => rc.iter().enumerate().all(|(u, &n)| {
-                self.reads.get(&(u as ThreadId, x)).copied().unwrap_or(0) >= n
-            }),
+            Some(ExEntry::Rc(rc, _)) => rc
+                .iter()
+                .enumerate()
+                .all(|(u, &n)| self.reads.get(&(u as ThreadId, x)).copied().unwrap_or(0) >= n),
         }
     }
 }

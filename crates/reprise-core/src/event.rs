@@ -61,7 +61,9 @@ pub struct Event {
 }
 
 /// An event identity `<a,b>`: thread and 1-based thread-local event counter (all events count).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct EventId {
     /// The executing thread.
     pub thread: ThreadId,

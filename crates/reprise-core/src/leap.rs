@@ -44,14 +44,21 @@ impl LeapLog {
     pub fn expanded(&self, o: Object) -> Vec<ThreadId> {
         self.vectors
             .get(&o)
-            .map(|v| v.iter().flat_map(|&(t, n)| std::iter::repeat_n(t, n as usize)).collect())
+            .map(|v| {
+                v.iter()
+                    .flat_map(|&(t, n)| std::iter::repeat_n(t, n as usize))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
 
 impl LogSize for LeapLog {
     fn size_bytes(&self) -> usize {
-        self.vectors.values().map(|v| enc::OBJ + enc::LEN + v.len() * (enc::TID + 4)).sum()
+        self.vectors
+            .values()
+            .map(|v| enc::OBJ + enc::LEN + v.len() * (enc::TID + 4))
+            .sum()
     }
 }
 
@@ -112,11 +119,20 @@ pub struct LeapReplayer {
 impl LeapReplayer {
     fn turn(&self, o: Object) -> Option<ThreadId> {
         let (i, _) = self.cursor.get(&o).copied().unwrap_or((0, 0));
-        self.log.vectors.get(&o).and_then(|v| v.get(i)).map(|&(t, _)| t)
+        self.log
+            .vectors
+            .get(&o)
+            .and_then(|v| v.get(i))
+            .map(|&(t, _)| t)
     }
     fn release(&mut self, t: ThreadId) {
         if let Some(o) = self.held.remove(&t) {
-            let runs = self.log.vectors.get(&o).map(|v| v.as_slice()).unwrap_or(&[]);
+            let runs = self
+                .log
+                .vectors
+                .get(&o)
+                .map(|v| v.as_slice())
+                .unwrap_or(&[]);
             let c = self.cursor.entry(o).or_insert((0, 0));
             c.1 += 1;
             if let Some(&(_, n)) = runs.get(c.0) {
@@ -159,9 +175,17 @@ impl Strategy for Leap {
         false
     }
     fn recorder(&self) -> LeapRecorder {
-        LeapRecorder { cfg: *self, log: LeapLog::default() }
+        LeapRecorder {
+            cfg: *self,
+            log: LeapLog::default(),
+        }
     }
     fn replayer(&self, log: &LeapLog) -> LeapReplayer {
-        LeapReplayer { cfg: *self, log: log.clone(), cursor: HashMap::new(), held: HashMap::new() }
+        LeapReplayer {
+            cfg: *self,
+            log: log.clone(),
+            cursor: HashMap::new(),
+            held: HashMap::new(),
+        }
     }
 }

@@ -103,14 +103,29 @@ pub struct GenConfig {
 
 impl Default for GenConfig {
     fn default() -> Self {
-        GenConfig { max_threads: 4, locs: 3, locks: 2, max_segments: 5, rmw_pct: 10, lock_pct: 25 }
+        GenConfig {
+            max_threads: 4,
+            locs: 3,
+            locks: 2,
+            max_segments: 5,
+            rmw_pct: 10,
+            lock_pct: 25,
+        }
     }
 }
 
 /// Generate a random program.
 pub fn generate(rng: &mut Rng, cfg: &GenConfig) -> Program {
     let n = 2 + rng.below(cfg.max_threads.max(2) - 1) as usize;
-    let parent: Vec<usize> = (0..n).map(|i| if i == 0 { 0 } else { rng.below(i as u64) as usize }).collect();
+    let parent: Vec<usize> = (0..n)
+        .map(|i| {
+            if i == 0 {
+                0
+            } else {
+                rng.below(i as u64) as usize
+            }
+        })
+        .collect();
     let mut segs: Vec<Vec<Vec<POp>>> = Vec::new();
     for _ in 0..n {
         let k = 1 + rng.below(cfg.max_segments.max(1));
@@ -210,7 +225,8 @@ impl Scheduler for ScriptedScheduler {
     fn pick(&mut self, choices: &[usize]) -> usize {
         let want = self.script.get(self.pos).copied();
         self.pos += 1;
-        want.and_then(|w| choices.iter().position(|&c| c == w)).unwrap_or(0)
+        want.and_then(|w| choices.iter().position(|&c| c == w))
+            .unwrap_or(0)
     }
 }
 
@@ -271,7 +287,12 @@ pub struct Recording<L> {
 impl<L: LogSize> Recording<L> {
     /// Log size in bytes, plus the thread table when the strategy logs one.
     pub fn size_bytes(&self, with_table: bool) -> usize {
-        self.log.size_bytes() + if with_table { self.table.size_bytes() } else { 0 }
+        self.log.size_bytes()
+            + if with_table {
+                self.table.size_bytes()
+            } else {
+                0
+            }
     }
 }
 
@@ -299,7 +320,10 @@ impl<'p> Machine<'p> {
             acc: (0..n).map(|i| mix(0xACC0 + i as u64)).collect(),
             mem: HashMap::new(),
             owner: HashMap::new(),
-            obs: Observation { reads: vec![Vec::new(); n], ..Default::default() },
+            obs: Observation {
+                reads: vec![Vec::new(); n],
+                ..Default::default()
+            },
         }
     }
     fn live(&self, p: usize) -> bool {
@@ -321,7 +345,12 @@ impl<'p> Machine<'p> {
         let op = self.next(p).expect("live thread has an op");
         let idx = self.pc[p];
         let push = |obs: &mut Observation, x: u64, write: bool, value: u64| {
-            obs.locs.entry(x).or_default().push(Access { thread: p, index: idx, write, value });
+            obs.locs.entry(x).or_default().push(Access {
+                thread: p,
+                index: idx,
+                write,
+                value,
+            });
         };
         let v = match op {
             POp::Read(x) => {
@@ -397,8 +426,9 @@ pub fn record<S: Strategy>(s: &S, prog: &Program, sched: &mut dyn Scheduler) -> 
         m.finished[0] = true;
     }
     loop {
-        let choices: Vec<usize> =
-            (0..n).filter(|&p| m.live(p) && m.enabled(m.next(p).unwrap())).collect();
+        let choices: Vec<usize> = (0..n)
+            .filter(|&p| m.live(p) && m.enabled(m.next(p).unwrap()))
+            .collect();
         if choices.is_empty() {
             break;
         }
@@ -410,7 +440,11 @@ pub fn record<S: Strategy>(s: &S, prog: &Program, sched: &mut dyn Scheduler) -> 
         }
         let op = to_op(pop, &ids);
         let value = m.access(p);
-        let e = Event { thread: ids[p], op, value };
+        let e = Event {
+            thread: ids[p],
+            op,
+            value,
+        };
         rec.observe(&e);
         events.push(e);
         if let POp::Fork(c) = pop {
@@ -423,7 +457,13 @@ pub fn record<S: Strategy>(s: &S, prog: &Program, sched: &mut dyn Scheduler) -> 
         }
     }
     m.obs.completed = m.finished.iter().all(|&f| f);
-    Recording { log: rec.finish(), table, rec_id: ids, events, obs: m.obs }
+    Recording {
+        log: rec.finish(),
+        table,
+        rec_id: ids,
+        events,
+        obs: m.obs,
+    }
 }
 
 /// Replay `rec` of `prog` with strategy `s` on the given substrate under `sched`.
@@ -549,7 +589,10 @@ fn epochs(o: &Observation) -> BTreeMap<(u64, usize, usize), (usize, bool)> {
 /// Compare a replay with its recording.
 pub fn compare(recorded: &Observation, replayed: &Observation) -> Verdict {
     let key = |o: &Observation| -> BTreeMap<u64, Vec<(usize, usize)>> {
-        o.locs.iter().map(|(&x, v)| (x, v.iter().map(|a| (a.thread, a.index)).collect())).collect()
+        o.locs
+            .iter()
+            .map(|(&x, v)| (x, v.iter().map(|a| (a.thread, a.index)).collect()))
+            .collect()
     };
     Verdict {
         completed: replayed.completed,
@@ -569,7 +612,13 @@ pub fn run_case<S: Strategy>(
     substrate: Substrate,
 ) -> (Recording<S::Log>, Observation, Verdict) {
     let rec = record(s, prog, &mut RandomScheduler(Rng(rec_seed)));
-    let obs = replay(s, prog, &rec, substrate, &mut RandomScheduler(Rng(rep_seed)));
+    let obs = replay(
+        s,
+        prog,
+        &rec,
+        substrate,
+        &mut RandomScheduler(Rng(rep_seed)),
+    );
     let v = compare(&rec.obs, &obs);
     (rec, obs, v)
 }
@@ -596,7 +645,13 @@ pub struct Fidelity {
 }
 
 /// Run `cases` random programs (program `i` from seed `seed + i`) and count the outcomes.
-pub fn fidelity<S: Strategy>(s: &S, cfg: &GenConfig, substrate: Substrate, seed: u64, cases: u64) -> Fidelity {
+pub fn fidelity<S: Strategy>(
+    s: &S,
+    cfg: &GenConfig,
+    substrate: Substrate,
+    seed: u64,
+    cases: u64,
+) -> Fidelity {
     let mut f = Fidelity::default();
     for i in 0..cases {
         let mut rng = Rng(seed.wrapping_add(i).wrapping_mul(0x2545_F491_4F6C_DD1D));

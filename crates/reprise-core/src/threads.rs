@@ -45,7 +45,10 @@ pub struct ThreadMatcher {
 impl ThreadMatcher {
     /// Matcher over a recorded table.
     pub fn new(table: &ThreadTable) -> Self {
-        ThreadMatcher { log: table.entries.clone(), gamma: HashMap::new() }
+        ThreadMatcher {
+            log: table.entries.clone(),
+            gamma: HashMap::new(),
+        }
     }
     /// The thread whose recorded id is `parent` creates a thread: its recorded id, or `None` if the
     /// recording has no such child (divergence).

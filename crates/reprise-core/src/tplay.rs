@@ -51,7 +51,9 @@ use crate::strategy::{LogSize, Recorder, Replayer, Strategy};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 /// An interleaving record `<a,b,c,d>`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct Inter {
     /// Source thread.
     pub src: ThreadId,
@@ -66,12 +68,17 @@ pub struct Inter {
 impl Inter {
     /// Shorthand constructor.
     pub fn new(src: ThreadId, src_id: u64, sink: ThreadId, sink_id: u64) -> Self {
-        Inter { src, src_id, sink, sink_id }
+        Inter {
+            src,
+            src_id,
+            sink,
+            sink_id,
+        }
     }
 }
 
 /// A read-write record `<RC, a, b>`: RC vector, sink thread, sink transaction.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RwRec {
     /// Read counts of every thread, indexed by thread id.
     pub rc: Vec<u32>,
@@ -82,7 +89,7 @@ pub struct RwRec {
 }
 
 /// Counters of table IV.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TplayStats {
     /// Transactions created.
     pub transactions: u64,
@@ -93,7 +100,7 @@ pub struct TplayStats {
 }
 
 /// TPLAY's log, indexed by sink thread.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TplayLog {
     /// Transactional interleavings.
     pub dset: BTreeMap<ThreadId, Vec<Inter>>,
@@ -111,7 +118,9 @@ impl LogSize for TplayLog {
     fn size_bytes(&self) -> usize {
         let quad = 2 * (enc::TID + enc::CNT);
         let lists = |m: &BTreeMap<ThreadId, Vec<Inter>>| -> usize {
-            m.values().map(|v| enc::TID + enc::LEN + v.len() * quad).sum()
+            m.values()
+                .map(|v| enc::TID + enc::LEN + v.len() * quad)
+                .sum()
         };
         let rw: usize = self
             .rwset
@@ -119,7 +128,9 @@ impl LogSize for TplayLog {
             .map(|v| {
                 enc::TID
                     + enc::LEN
-                    + v.iter().map(|r| r.rc.len() * enc::RC + enc::TID + enc::CNT).sum::<usize>()
+                    + v.iter()
+                        .map(|r| r.rc.len() * enc::RC + enc::TID + enc::CNT)
+                        .sum::<usize>()
             })
             .sum();
         lists(&self.dset) + lists(&self.aset) + lists(&self.bset) + rw
@@ -196,7 +207,9 @@ fn join(a: &mut Vec<u32>, b: &[u32]) {
     }
 }
 fn leq(a: &[u32], b: &[u32]) -> bool {
-    a.iter().enumerate().all(|(i, &x)| x <= at(b, i as ThreadId))
+    a.iter()
+        .enumerate()
+        .all(|(i, &x)| x <= at(b, i as ThreadId))
 }
 
 /// TPLAY record side (algorithm 1 with a RegionTrack-style checker).
@@ -215,7 +228,9 @@ pub struct TplayRecorder {
 
 impl TplayRecorder {
     fn thread(&mut self, t: ThreadId) -> &mut RThread {
-        self.threads.entry(t).or_insert_with(|| RThread::new(Vec::new()))
+        self.threads
+            .entry(t)
+            .or_insert_with(|| RThread::new(Vec::new()))
     }
 
     fn add_dset(&mut self, t: ThreadId, i: Inter) {
@@ -257,13 +272,21 @@ impl TplayRecorder {
         let rev = Inter::new(t, tr, theta.t, theta.tr);
         if let Some(p) = d.iter().position(|i| *i == rev) {
             d.remove(p);
-            self.log.aset.entry(theta.t).or_default().push(Inter::new(t, e - 1, theta.t, theta.tr));
+            self.log
+                .aset
+                .entry(theta.t)
+                .or_default()
+                .push(Inter::new(t, e - 1, theta.t, theta.tr));
         }
         // The forward interleaving θ.tr ⇝ tx is carried by the bSet record instead.
         if let Some(d) = self.log.dset.get_mut(&t) {
             d.retain(|i| !(i.src == theta.t && i.src_id == theta.tr && i.sink_id == tr));
         }
-        self.log.bset.entry(t).or_default().push(Inter::new(theta.t, theta.tr, t, e));
+        self.log
+            .bset
+            .entry(t)
+            .or_default()
+            .push(Inter::new(theta.t, theta.tr, t, e));
     }
 }
 
@@ -322,7 +345,11 @@ impl Recorder for TplayRecorder {
                 let own = at(&rc, t);
                 let vc = th.vc.clone();
                 if changed {
-                    self.log.rwset.entry(t).or_default().push(RwRec { rc: rc.clone(), thread: t, tr });
+                    self.log.rwset.entry(t).or_default().push(RwRec {
+                        rc: rc.clone(),
+                        thread: t,
+                        tr,
+                    });
                 }
                 if let Some(l) = lw {
                     let absorbed = changed && at(&rc, l.src.t) > l.own_reads;
@@ -330,7 +357,13 @@ impl Recorder for TplayRecorder {
                         self.add_dset(t, Inter::new(l.src.t, l.src.tr, t, tr));
                     }
                 }
-                self.lw.insert(x, LastWrite { src: Src { t, tr, vc }, own_reads: own });
+                self.lw.insert(
+                    x,
+                    LastWrite {
+                        src: Src { t, tr, vc },
+                        own_reads: own,
+                    },
+                );
                 self.reads.remove(&x);
                 self.threads.get_mut(&t).unwrap().psi = Psi::Write;
             }
@@ -350,7 +383,11 @@ impl Recorder for TplayRecorder {
                 self.edges(t, &sources);
                 let th = self.threads.get_mut(&t).unwrap();
                 th.psi = Psi::Read;
-                let me = Src { t, tr: th.tr, vc: th.vc.clone() };
+                let me = Src {
+                    t,
+                    tr: th.tr,
+                    vc: th.vc.clone(),
+                };
                 let tr = th.tr;
                 self.reads.entry(x).or_default().insert(t, me);
                 if let Some(l) = lw {
@@ -364,7 +401,11 @@ impl Recorder for TplayRecorder {
                 let mut sources = Vec::new();
                 if let Some((s, Some(rel))) = &prev {
                     if s.t != t {
-                        sources.push(Src { t: s.t, tr: s.tr, vc: rel.clone() });
+                        sources.push(Src {
+                            t: s.t,
+                            tr: s.tr,
+                            vc: rel.clone(),
+                        });
                     }
                 }
                 self.edges(t, &sources);
@@ -374,7 +415,17 @@ impl Recorder for TplayRecorder {
                         self.add_dset(t, Inter::new(s.t, s.tr, t, tr));
                     }
                 }
-                self.locks.insert(m, (Src { t, tr, vc: Vec::new() }, None));
+                self.locks.insert(
+                    m,
+                    (
+                        Src {
+                            t,
+                            tr,
+                            vc: Vec::new(),
+                        },
+                        None,
+                    ),
+                );
             }
             Op::Release(m) => {
                 let vc = self.threads[&t].vc.clone();
@@ -485,9 +536,10 @@ impl TplayReplayer {
             // checkRW
             if let Some(r) = self.rwset.get(&t).and_then(|q| q.front()) {
                 if r.tr <= cur {
-                    let ok = r.rc.iter().enumerate().all(|(u, &n)| {
-                        self.reads.get(&(u as ThreadId)).copied().unwrap_or(0) >= n
-                    });
+                    let ok =
+                        r.rc.iter().enumerate().all(|(u, &n)| {
+                            self.reads.get(&(u as ThreadId)).copied().unwrap_or(0) >= n
+                        });
                     if ok {
                         p.rw = true;
                     } else {

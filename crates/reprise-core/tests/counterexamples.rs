@@ -4,11 +4,20 @@
 
 use reprise_core::aggreplay::AggrePlay;
 use reprise_core::leap::Leap;
-use reprise_core::sim::{compare, record, replay, POp::*, Program, RandomScheduler, Rng, ScriptedScheduler, Substrate, Verdict};
+use reprise_core::sim::{
+    compare, record, replay, POp::*, Program, RandomScheduler, Rng, ScriptedScheduler, Substrate,
+    Verdict,
+};
 use reprise_core::tplay::Tplay;
 use reprise_core::Strategy;
 
-fn case<S: Strategy>(s: &S, threads: Vec<Vec<reprise_core::sim::POp>>, rec: Vec<usize>, rep: Vec<usize>, sub: Substrate) -> Verdict {
+fn case<S: Strategy>(
+    s: &S,
+    threads: Vec<Vec<reprise_core::sim::POp>>,
+    rec: Vec<usize>,
+    rep: Vec<usize>,
+    sub: Substrate,
+) -> Verdict {
     let prog = Program { threads };
     let r = record(s, &prog, &mut ScriptedScheduler::new(rec.clone()));
     assert_eq!(r.obs.schedule, rec, "recorded the intended interleaving");
@@ -25,12 +34,30 @@ fn case<S: Strategy>(s: &S, threads: Vec<Vec<reprise_core::sim::POp>>, rec: Vec<
 #[test]
 fn tplay_write_read_into_reads_is_not_enforced() {
     let prog = vec![vec![Fork(1), Read(0)], vec![Write(0)]];
-    let v = case(&Tplay, prog.clone(), vec![0, 1, 0], vec![0, 0, 1], Substrate::Atomic);
+    let v = case(
+        &Tplay,
+        prog.clone(),
+        vec![0, 1, 0],
+        vec![0, 0, 1],
+        Substrate::Atomic,
+    );
     assert!(v.completed && !v.values && !v.conflict_order);
     // LEAP and AggrePlay keep that relation (x.vec; WR_x).
     for v in [
-        case(&Leap::default(), prog.clone(), vec![0, 1, 0], vec![0, 0, 1], Substrate::Atomic),
-        case(&AggrePlay, prog, vec![0, 1, 0], vec![0, 0, 1], Substrate::Atomic),
+        case(
+            &Leap::default(),
+            prog.clone(),
+            vec![0, 1, 0],
+            vec![0, 0, 1],
+            Substrate::Atomic,
+        ),
+        case(
+            &AggrePlay,
+            prog,
+            vec![0, 1, 0],
+            vec![0, 0, 1],
+            Substrate::Atomic,
+        ),
     ] {
         assert!(v.exact());
     }
@@ -46,7 +73,9 @@ fn tplay_write_read_into_reads_is_not_enforced() {
 /// begin, and the read→write edge comes back into tr1.)
 #[test]
 fn tplay_rw_record_by_transaction_deadlocks() {
-    let prog = Program { threads: vec![vec![Rmw(0), Fork(1), Write(1)], vec![Read(1)]] };
+    let prog = Program {
+        threads: vec![vec![Rmw(0), Fork(1), Write(1)], vec![Read(1)]],
+    };
     let r = record(&Tplay, &prog, &mut ScriptedScheduler::new(vec![0, 0, 1, 0]));
     assert_eq!(r.log.stats.violations, 1);
     for seed in 0..20 {
@@ -66,11 +95,29 @@ fn tplay_rw_record_by_transaction_deadlocks() {
 #[test]
 fn aggreplay_split_write_list_orders_callbacks_not_stores() {
     let prog = vec![vec![Fork(1), Write(0)], vec![Write(0)]];
-    let v = case(&AggrePlay, prog.clone(), vec![0, 1, 0], vec![0, 0, 1, 0, 0, 1], Substrate::Split);
+    let v = case(
+        &AggrePlay,
+        prog.clone(),
+        vec![0, 1, 0],
+        vec![0, 0, 1, 0, 0, 1],
+        Substrate::Split,
+    );
     assert!(v.completed && v.values && !v.conflict_order);
-    let v = case(&AggrePlay, prog.clone(), vec![0, 1, 0], vec![0, 0, 1, 0, 0, 1], Substrate::Atomic);
+    let v = case(
+        &AggrePlay,
+        prog.clone(),
+        vec![0, 1, 0],
+        vec![0, 0, 1, 0, 0, 1],
+        Substrate::Atomic,
+    );
     assert!(v.exact());
-    let v = case(&Leap::default(), prog, vec![0, 1, 0], vec![0, 0, 1, 0, 0, 1], Substrate::Split);
+    let v = case(
+        &Leap::default(),
+        prog,
+        vec![0, 1, 0],
+        vec![0, 0, 1, 0, 0, 1],
+        Substrate::Split,
+    );
     assert!(v.exact());
 }
 
@@ -81,7 +128,16 @@ fn aggreplay_split_write_list_orders_callbacks_not_stores() {
 /// the acquisition order).
 #[test]
 fn aggreplay_split_lock_list_deadlocks() {
-    let prog = vec![vec![Fork(1), Acquire(0), Read(1), Release(0)], vec![Acquire(0), Write(1), Release(0)]];
-    let v = case(&AggrePlay, prog, vec![0, 1, 1, 1, 0, 0, 0], vec![0, 0, 1, 0, 0], Substrate::Split);
+    let prog = vec![
+        vec![Fork(1), Acquire(0), Read(1), Release(0)],
+        vec![Acquire(0), Write(1), Release(0)],
+    ];
+    let v = case(
+        &AggrePlay,
+        prog,
+        vec![0, 1, 1, 1, 0, 0, 0],
+        vec![0, 0, 1, 0, 0],
+        Substrate::Split,
+    );
     assert!(!v.completed);
 }

@@ -8,12 +8,18 @@
 
 use reprise_core::aggreplay::{AggrePlay, ExEntry};
 use reprise_core::leap::{Leap, Object};
-use reprise_core::sim::{compare, record, replay, POp, Program, RandomScheduler, Rng, ScriptedScheduler, Substrate};
+use reprise_core::sim::{
+    compare, record, replay, POp, Program, RandomScheduler, Rng, ScriptedScheduler, Substrate,
+};
 use reprise_core::tplay::{Inter, RwRec, Tplay, TplayStats};
 use reprise_core::{Event, EventId, Op, Recorder, Strategy};
 
 fn ev(thread: u32, op: Op) -> Event {
-    Event { thread, op, value: 0 }
+    Event {
+        thread,
+        op,
+        value: 0,
+    }
 }
 
 const X: u64 = 0;
@@ -46,7 +52,10 @@ fn aggreplay_figure5() {
     let e = EventId::new;
     // Figure 5: t1.z = <<[0,1,1], e9>>; every other write has an unchanged RC vector (O1/O2),
     // so it leaves a null line Θ, which figure 5 does not draw.
-    assert_eq!(log.ex[&0], vec![ExEntry::Null, ExEntry::Rc(vec![0, 1, 1], e(0, 2))]);
+    assert_eq!(
+        log.ex[&0],
+        vec![ExEntry::Null, ExEntry::Rc(vec![0, 1, 1], e(0, 2))]
+    );
     assert_eq!(log.ex[&1], vec![ExEntry::Null, ExEntry::Null]);
     assert_eq!(log.ex[&2], vec![ExEntry::Null, ExEntry::Null]);
     assert_eq!(log.w[&X], vec![e(0, 1), e(2, 1)]); // Wx = <e1,e3>
@@ -101,17 +110,52 @@ fn tplay_figure1_record_log() {
     assert_eq!(a, vec![Inter::new(1, 3, 2, 1)]);
     assert_eq!(log.aset[&2], a);
     // rwSet = {<[2,0,0],t2,tr2>, <[2,2,0],t3,tr3>, <[2,4,2],t1,tr4>}
-    assert_eq!(log.rwset[&1], vec![RwRec { rc: vec![2, 0, 0], thread: 1, tr: 1 }]);
-    assert_eq!(log.rwset[&2], vec![RwRec { rc: vec![2, 2, 0], thread: 2, tr: 1 }]);
-    assert_eq!(log.rwset[&0], vec![RwRec { rc: vec![2, 4, 2], thread: 0, tr: 2 }]);
-    assert_eq!(log.stats, TplayStats { transactions: 4, interleavings: 1, violations: 1 });
+    assert_eq!(
+        log.rwset[&1],
+        vec![RwRec {
+            rc: vec![2, 0, 0],
+            thread: 1,
+            tr: 1
+        }]
+    );
+    assert_eq!(
+        log.rwset[&2],
+        vec![RwRec {
+            rc: vec![2, 2, 0],
+            thread: 2,
+            tr: 1
+        }]
+    );
+    assert_eq!(
+        log.rwset[&0],
+        vec![RwRec {
+            rc: vec![2, 4, 2],
+            thread: 0,
+            tr: 2
+        }]
+    );
+    assert_eq!(
+        log.stats,
+        TplayStats {
+            transactions: 4,
+            interleavings: 1,
+            violations: 1
+        }
+    );
 }
 
 #[test]
 fn leap_figure1_access_vectors() {
     use Op::*;
     // Schedule 1,5,2,6,7,3 (line 4 is not a shared access): t1 = 0, t2 = 1.
-    let trace = [ev(0, Write(X)), ev(1, Write(Y)), ev(0, Write(Y)), ev(1, Read(Y)), ev(1, Write(X)), ev(0, Read(X))];
+    let trace = [
+        ev(0, Write(X)),
+        ev(1, Write(Y)),
+        ev(0, Write(Y)),
+        ev(1, Read(Y)),
+        ev(1, Write(X)),
+        ev(0, Read(X)),
+    ];
     let mut r = Leap::default().recorder();
     for e in &trace {
         r.observe(e);
@@ -157,7 +201,13 @@ fn replays<S: Strategy>(s: &S, trace: &[Event], sub: Substrate, runs: u64) -> u6
     let (prog, sched) = program_of(trace, 3);
     let rec = record(s, &prog, &mut ScriptedScheduler::new(sched));
     (0..runs)
-        .filter(|&i| compare(&rec.obs, &replay(s, &prog, &rec, sub, &mut RandomScheduler(Rng(i)))).exact())
+        .filter(|&i| {
+            compare(
+                &rec.obs,
+                &replay(s, &prog, &rec, sub, &mut RandomScheduler(Rng(i))),
+            )
+            .exact()
+        })
         .count() as u64
 }
 

@@ -12,7 +12,9 @@
 use proptest::prelude::*;
 use reprise_core::aggreplay::AggrePlay;
 use reprise_core::leap::Leap;
-use reprise_core::sim::{generate, record, run_case, GenConfig, Program, RandomScheduler, Rng, Substrate};
+use reprise_core::sim::{
+    generate, record, run_case, GenConfig, Program, RandomScheduler, Rng, Substrate,
+};
 use reprise_core::tplay::Tplay;
 use reprise_core::{Op, Recorder, Strategy};
 
@@ -96,7 +98,9 @@ proptest! {
 
 #[test]
 fn log_sizes_are_positive_and_leap_is_run_length_compacted() {
-    let prog = Program { threads: vec![vec![reprise_core::sim::POp::Write(0); 50]] };
+    let prog = Program {
+        threads: vec![vec![reprise_core::sim::POp::Write(0); 50]],
+    };
     let rec = record(&Leap::default(), &prog, &mut RandomScheduler(Rng(1)));
     // one object, one run: 8 (id) + 4 (len) + 8 (run)
     assert_eq!(rec.size_bytes(Leap::default().logs_thread_table()), 20);

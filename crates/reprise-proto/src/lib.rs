@@ -23,7 +23,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64};
 
 /// Did this change the wire? Bump it; the runtime refuses a config of another version.
-pub const PROTO_VERSION: u32 = 3;
+pub const PROTO_VERSION: u32 = 4;
 /// Config memfd (launcher -> runtime).
 pub const FD_CONFIG: i32 = 1000;
 /// Event pipe (runtime -> launcher).
@@ -89,11 +89,19 @@ pub struct ConfigHeader {
     pub thread_index_off: u64,
     /// The recorded end of the process (replay only).
     pub end: ProcessEnd,
+    /// Offset of the model strategy's recorded log (JSON), replay of aggreplay/tplay only.
+    pub model_off: u64,
+    /// Its length.
+    pub model_len: u64,
 }
 
 /// Config flag: regular-file reads are re-executed in replay and checked by hash, instead of
 /// recorded (smaller traces; the files must be unchanged at replay).
 pub const FLAG_HASH_READS: u64 = 1;
+/// Config flag: the strategy is AggrePlay (seed 000), run as a model on real threads.
+pub const FLAG_AGGREPLAY: u64 = 4;
+/// Config flag: the strategy is TPLAY (seed 003), run as a model on real threads.
+pub const FLAG_TPLAY: u64 = 8;
 /// Config flag: do not catch system calls with Syscall User Dispatch (for measuring its cost).
 pub const FLAG_NO_SUD: u64 = 2;
 
@@ -218,12 +226,13 @@ pub struct StatusHeader {
 }
 
 /// Size of the status memfd.
-pub const STATUS_SIZE: usize =
-    core::mem::size_of::<StatusHeader>().next_multiple_of(64) + MAX_THREADS * core::mem::size_of::<ThreadStatus>();
+pub const STATUS_SIZE: usize = core::mem::size_of::<StatusHeader>().next_multiple_of(64)
+    + MAX_THREADS * core::mem::size_of::<ThreadStatus>();
 
 /// Offset of slot `i` in the status region.
 pub const fn status_slot_off(i: usize) -> usize {
-    core::mem::size_of::<StatusHeader>().next_multiple_of(64) + i * core::mem::size_of::<ThreadStatus>()
+    core::mem::size_of::<StatusHeader>().next_multiple_of(64)
+        + i * core::mem::size_of::<ThreadStatus>()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -239,6 +248,8 @@ pub const F_END: u8 = 3;
 pub const F_DIVERGE: u8 = 4;
 /// Frame tag: system calls caught by Syscall User Dispatch: `(u32 number, u32 count)*`.
 pub const F_STATS: u8 = 5;
+/// Frame tag: a piece of a model strategy's log (JSON bytes, concatenated in order).
+pub const F_MODEL: u8 = 6;
 
 /// Record tag in an [`F_THREAD`] frame: thread start, `u32 parent, u32 nth` (8 bytes).
 pub const R_START: u8 = 1;
@@ -298,6 +309,8 @@ pub enum Frame {
     },
     /// System calls caught by Syscall User Dispatch, (number, count).
     Stats(Vec<(u32, u32)>),
+    /// A piece of a model strategy's log.
+    Model(Vec<u8>),
     /// Divergence seen by the runtime during replay.
     Diverge {
         /// Thread.
@@ -369,7 +382,10 @@ pub fn decode_frames(buf: &[u8]) -> Result<(Vec<Frame>, usize), DecodeError> {
         }
         let tag = buf[pos + 4];
         let p = &buf[pos + 5..pos + 4 + len];
-        out.push(decode_frame(tag, p).map_err(|e| DecodeError(format!("{} (frame at byte {pos})", e.0)))?);
+        out.push(
+            decode_frame(tag, p)
+                .map_err(|e| DecodeError(format!("{} (frame at byte {pos})", e.0)))?,
+        );
         pos += 4 + len;
     }
     Ok((out, pos))
@@ -377,7 +393,12 @@ pub fn decode_frames(buf: &[u8]) -> Result<(Vec<Frame>, usize), DecodeError> {
 
 #[cfg(feature = "std")]
 fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
-    let short = || DecodeError(format!("frame of tag {tag} is too short ({} bytes)", p.len()));
+    let short = || {
+        DecodeError(format!(
+            "frame of tag {tag} is too short ({} bytes)",
+            p.len()
+        ))
+    };
     match tag {
         F_STRIPE => {
             if p.len() < 4 || (p.len() - 4) % 8 != 0 {
@@ -389,10 +410,18 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
             }
             let entries = p[4..]
                 .chunks_exact(8)
-                .map(|c| VecEntry { tid: u32_at(c, 0), count: u32_at(c, 4) })
+                .map(|c| VecEntry {
+                    tid: u32_at(c, 0),
+                    count: u32_at(c, 4),
+                })
                 .collect::<Vec<_>>();
-            if entries.iter().any(|e| e.count == 0 || e.tid as usize >= MAX_THREADS) {
-                return Err(DecodeError(format!("stripe {stripe}: invalid vector entry")));
+            if entries
+                .iter()
+                .any(|e| e.count == 0 || e.tid as usize >= MAX_THREADS)
+            {
+                return Err(DecodeError(format!(
+                    "stripe {stripe}: invalid vector entry"
+                )));
             }
             Ok(Frame::Stripe { stripe, entries })
         }
@@ -412,22 +441,37 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
                     let ev = u64_at(p, o + 1);
                     let n = u32_at(p, o + 9) as usize;
                     if n > DATA_MAX || o + 13 + n > p.len() {
-                        return Err(DecodeError(format!("thread {tid}: data record of {n} bytes overruns its frame")));
+                        return Err(DecodeError(format!(
+                            "thread {tid}: data record of {n} bytes overruns its frame"
+                        )));
                     }
                     records.push(Record::Data(ev, p[o + 13..o + 13 + n].to_vec()));
                     o += 13 + n;
                     continue;
                 }
-                let n = record_size(t).ok_or_else(|| DecodeError(format!("thread {tid}: unknown record tag {t}")))?;
+                let n = record_size(t)
+                    .ok_or_else(|| DecodeError(format!("thread {tid}: unknown record tag {t}")))?;
                 if o + 1 + n > p.len() {
                     return Err(short());
                 }
                 let b = &p[o + 1..o + 1 + n];
                 records.push(match t {
-                    R_START => Record::Start { parent: u32_at(b, 0), nth: u32_at(b, 4) },
-                    R_RESULT => Record::Result(Pair { event: u64_at(b, 0), value: u64_at(b, 8) }),
-                    R_SIGNAL => Record::Signal(Pair { event: u64_at(b, 0), value: u64_at(b, 8) }),
-                    _ => Record::Digest(Pair { event: u64_at(b, 0), value: u64_at(b, 8) }),
+                    R_START => Record::Start {
+                        parent: u32_at(b, 0),
+                        nth: u32_at(b, 4),
+                    },
+                    R_RESULT => Record::Result(Pair {
+                        event: u64_at(b, 0),
+                        value: u64_at(b, 8),
+                    }),
+                    R_SIGNAL => Record::Signal(Pair {
+                        event: u64_at(b, 0),
+                        value: u64_at(b, 8),
+                    }),
+                    _ => Record::Digest(Pair {
+                        event: u64_at(b, 0),
+                        value: u64_at(b, 8),
+                    }),
                 });
                 o += 1 + n;
             }
@@ -446,15 +490,23 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
                 si_code: u32_at(p, 20) as i32,
                 addr: u64_at(p, 24),
             };
-            let finals = p[n..].chunks_exact(12).map(|c| (u32_at(c, 0), u64_at(c, 4))).collect();
+            let finals = p[n..]
+                .chunks_exact(12)
+                .map(|c| (u32_at(c, 0), u64_at(c, 4)))
+                .collect();
             Ok(Frame::End { end, finals })
         }
         F_STATS => {
             if p.len() % 8 != 0 {
                 return Err(short());
             }
-            Ok(Frame::Stats(p.chunks_exact(8).map(|c| (u32_at(c, 0), u32_at(c, 4))).collect()))
+            Ok(Frame::Stats(
+                p.chunks_exact(8)
+                    .map(|c| (u32_at(c, 0), u32_at(c, 4)))
+                    .collect(),
+            ))
         }
+        F_MODEL => Ok(Frame::Model(p.to_vec())),
         F_DIVERGE => {
             if p.len() < 12 {
                 return Err(short());
@@ -520,6 +572,10 @@ pub fn encode_frame(f: &Frame) -> Vec<u8> {
             }
             F_END
         }
+        Frame::Model(b) => {
+            p.extend_from_slice(b);
+            F_MODEL
+        }
         Frame::Stats(v) => {
             for (n, c) in v {
                 p.extend_from_slice(&n.to_le_bytes());
@@ -527,7 +583,11 @@ pub fn encode_frame(f: &Frame) -> Vec<u8> {
             }
             F_STATS
         }
-        Frame::Diverge { tid, event, message } => {
+        Frame::Diverge {
+            tid,
+            event,
+            message,
+        } => {
             p.extend_from_slice(&tid.to_le_bytes());
             p.extend_from_slice(&event.to_le_bytes());
             p.extend_from_slice(message.as_bytes());
@@ -556,7 +616,14 @@ mod tests {
 
     #[test]
     fn end_frame_round_trips() {
-        let e = ProcessEnd { kind: END_FAULT, tid: 3, event: 99, code: 11, si_code: 1, addr: 0x10 };
+        let e = ProcessEnd {
+            kind: END_FAULT,
+            tid: 3,
+            event: 99,
+            code: 11,
+            si_code: 1,
+            addr: 0x10,
+        };
         let mut b = [0u8; 32];
         encode_end(&e, &mut b);
         let mut frame = vec![0u8; 5];
@@ -566,7 +633,13 @@ mod tests {
         frame.extend_from_slice(&42u64.to_le_bytes());
         let (f, used) = decode_frames(&frame).unwrap();
         assert_eq!(used, frame.len());
-        assert_eq!(f, vec![Frame::End { end: e, finals: vec![(7, 42)] }]);
+        assert_eq!(
+            f,
+            vec![Frame::End {
+                end: e,
+                finals: vec![(7, 42)]
+            }]
+        );
     }
 
     #[test]
@@ -580,24 +653,49 @@ mod tests {
         assert_eq!(used, 0);
         frame.extend_from_slice(&2u32.to_le_bytes());
         let (f, _) = decode_frames(&frame).unwrap();
-        assert_eq!(f, vec![Frame::Stripe { stripe: 5, entries: vec![VecEntry { tid: 1, count: 2 }] }]);
+        assert_eq!(
+            f,
+            vec![Frame::Stripe {
+                stripe: 5,
+                entries: vec![VecEntry { tid: 1, count: 2 }]
+            }]
+        );
     }
 
     #[test]
     fn every_frame_kind_round_trips() {
         let frames = vec![
-            Frame::Stripe { stripe: 3, entries: vec![VecEntry { tid: 0, count: 4 }, VecEntry { tid: 1, count: 1 }] },
+            Frame::Stripe {
+                stripe: 3,
+                entries: vec![VecEntry { tid: 0, count: 4 }, VecEntry { tid: 1, count: 1 }],
+            },
             Frame::Thread {
                 tid: 2,
                 records: vec![
                     Record::Start { parent: 0, nth: 1 },
-                    Record::Result(Pair { event: 5, value: 16 }),
+                    Record::Result(Pair {
+                        event: 5,
+                        value: 16,
+                    }),
                     Record::Data(6, b"hello".to_vec()),
-                    Record::Digest(Pair { event: 4096, value: 9 }),
+                    Record::Digest(Pair {
+                        event: 4096,
+                        value: 9,
+                    }),
                 ],
             },
-            Frame::End { end: ProcessEnd { kind: END_EXIT, ..Default::default() }, finals: vec![(0, 10), (1, 20)] },
-            Frame::Diverge { tid: 1, event: 7, message: "differs".into() },
+            Frame::End {
+                end: ProcessEnd {
+                    kind: END_EXIT,
+                    ..Default::default()
+                },
+                finals: vec![(0, 10), (1, 20)],
+            },
+            Frame::Diverge {
+                tid: 1,
+                event: 7,
+                message: "differs".into(),
+            },
         ];
         let bytes: Vec<u8> = frames.iter().flat_map(encode_frame).collect();
         let (back, used) = decode_frames(&bytes).unwrap();

@@ -119,7 +119,11 @@ pub fn checkpoint(t: &mut Thread, e: u64) {
     log_pair(t, R_DIGEST, e, d);
     if state::REPLAY.load(Ordering::Relaxed) {
         let Some(ti) = state::thread_index(t.tid) else {
-            diverge(t, e, format_args!("thread {} did not exist in the recording", t.tid));
+            diverge(
+                t,
+                e,
+                format_args!("thread {} did not exist in the recording", t.tid),
+            );
         };
         let ds = state::pairs(ti.digests_off, ti.digests_len);
         let i = t.next_digest;
@@ -167,7 +171,10 @@ pub fn diverge(t: &Thread, e: u64, msg: core::fmt::Arguments<'_>) -> ! {
             Ok(())
         }
     }
-    let mut b = Buf { b: [0; 600], n: FRAME_HDR + 12 };
+    let mut b = Buf {
+        b: [0; 600],
+        n: FRAME_HDR + 12,
+    };
     let _ = core::fmt::write(&mut b, msg);
     let n = b.n;
     put_frame_header(&mut b.b, F_DIVERGE, n - FRAME_HDR);
@@ -213,10 +220,19 @@ pub fn log_data(t: &mut Thread, bytes: &[u8]) {
 pub fn take_data(t: &mut Thread, out: &mut [u8]) {
     let e = t.events.load(Ordering::Relaxed);
     let Some(ti) = state::thread_index(t.tid) else {
-        diverge(t, e, format_args!("thread {} did not exist in the recording", t.tid));
+        diverge(
+            t,
+            e,
+            format_args!("thread {} did not exist in the recording", t.tid),
+        );
     };
     // SAFETY: the data area was bounds-checked at init.
-    let area = unsafe { core::slice::from_raw_parts((crate::layout::CONFIG_ADDR + ti.data_off) as *const u8, ti.data_len as usize) };
+    let area = unsafe {
+        core::slice::from_raw_parts(
+            (crate::layout::CONFIG_ADDR + ti.data_off) as *const u8,
+            ti.data_len as usize,
+        )
+    };
     let mut filled = 0;
     while filled < out.len() {
         let o = t.next_data;
@@ -247,7 +263,11 @@ pub fn log_start(t: &mut Thread) {
 }
 
 fn lock_log(t: &Thread) {
-    while t.log_lock.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+    while t
+        .log_lock
+        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
         core::hint::spin_loop();
     }
 }
@@ -282,7 +302,11 @@ pub fn result(t: &mut Thread, live: Option<u64>) -> u64 {
     let e = t.events.load(Ordering::Relaxed);
     let v = if state::REPLAY.load(Ordering::Relaxed) {
         let Some(ti) = state::thread_index(t.tid) else {
-            diverge(t, e, format_args!("thread {} did not exist in the recording", t.tid));
+            diverge(
+                t,
+                e,
+                format_args!("thread {} did not exist in the recording", t.tid),
+            );
         };
         let rs = state::pairs(ti.results_off, ti.results_len);
         let i = t.next_result;

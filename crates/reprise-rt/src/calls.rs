@@ -43,7 +43,9 @@ pub extern "C" fn reprise_safe_point() {
 #[no_mangle]
 pub extern "C" fn reprise_active() -> c_int {
     let m = state::mode();
-    let on = (m == state::M_RECORD || m == state::M_REPLAY) && !state::cur().is_null() && !state::IN_RT.with(|c| c.get());
+    let on = (m == state::M_RECORD || m == state::M_REPLAY)
+        && !state::cur().is_null()
+        && !state::IN_RT.with(|c| c.get());
     on as c_int
 }
 
@@ -72,7 +74,11 @@ fn sleep_call(real_call: impl FnOnce() -> c_int, failed: impl Fn(c_int) -> bool)
     } else {
         let r = real_call();
         // SAFETY: this thread's errno, as the real call left it.
-        let err = if failed(r) { unsafe { *libc::__errno_location() } } else { 0 };
+        let err = if failed(r) {
+            unsafe { *libc::__errno_location() }
+        } else {
+            0
+        };
         access::result(t, Some((r as u32 as u64) | ((err as u32 as u64) << 32)));
         // SAFETY: restore the real call's errno after the runtime's work.
         unsafe { *libc::__errno_location() = err };
@@ -86,9 +92,17 @@ pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> 
     sleep_call(|| unsafe { real::nanosleep(req, rem) }, |r| r != 0)
 }
 #[no_mangle]
-pub unsafe extern "C" fn clock_nanosleep(c: libc::clockid_t, flags: c_int, req: *const timespec, rem: *mut timespec) -> c_int {
+pub unsafe extern "C" fn clock_nanosleep(
+    c: libc::clockid_t,
+    flags: c_int,
+    req: *const timespec,
+    rem: *mut timespec,
+) -> c_int {
     // clock_nanosleep returns the error number itself.
-    sleep_call(|| unsafe { real::clock_nanosleep(c, flags, req, rem) }, |_| false)
+    sleep_call(
+        || unsafe { real::clock_nanosleep(c, flags, req, rem) },
+        |_| false,
+    )
 }
 #[no_mangle]
 pub unsafe extern "C" fn usleep(us: c_uint) -> c_int {
@@ -134,9 +148,18 @@ pub extern "C" fn reprise_io_check(live: u64, what: *const core::ffi::c_char) ->
         let want = access::result(t, None);
         if want != live {
             // SAFETY: `what` is a NUL-terminated literal from the C shim.
-            let w = unsafe { core::ffi::CStr::from_ptr(what) }.to_str().unwrap_or("?");
+            let w = unsafe { core::ffi::CStr::from_ptr(what) }
+                .to_str()
+                .unwrap_or("?");
             let ev = t.events.load(Ordering::Relaxed);
-            access::diverge(t, ev, format_args!("thread {} diverged at event {}: {} gave {:#x}, the recording {:#x}", t.tid, ev, w, live, want));
+            access::diverge(
+                t,
+                ev,
+                format_args!(
+                    "thread {} diverged at event {}: {} gave {:#x}, the recording {:#x}",
+                    t.tid, ev, w, live, want
+                ),
+            );
         }
         live
     } else {

@@ -12,7 +12,10 @@ static BROKEN: AtomicBool = AtomicBool::new(false);
 /// Drepper's three-state futex mutex: 0 free, 1 held, 2 held with waiters. A waiter always
 /// takes the lock as 2, so an unlock never misses a sleeper.
 fn lock() {
-    if LOCK.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+    if LOCK
+        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
+    {
         return;
     }
     while LOCK.swap(2, Ordering::Acquire) != 0 {

@@ -30,7 +30,8 @@ impl Drop for Entry {
         // SAFETY: the current thread's own slot.
         let t = unsafe { &*self.t };
         if t.sud_on && !t.sud_hold {
-            t.sud.store(crate::sud::BLOCK, core::sync::atomic::Ordering::Relaxed);
+            t.sud
+                .store(crate::sud::BLOCK, core::sync::atomic::Ordering::Relaxed);
         }
     }
 }
@@ -62,13 +63,16 @@ pub fn enter() -> Option<Entry> {
     // SAFETY: t is this thread's own slot.
     let th = unsafe { &mut *t };
     th.entries += 1;
-    if th.entries == th.next_sig_at || th.sig_pending.load(core::sync::atomic::Ordering::Relaxed) != 0 {
+    if th.entries == th.next_sig_at
+        || th.sig_pending.load(core::sync::atomic::Ordering::Relaxed) != 0
+    {
         crate::signals::deliver(th);
     }
     IN_RT.with(|c| c.set(true));
     th.sud_hold = false;
     if th.sud_on {
-        th.sud.store(crate::sud::ALLOW, core::sync::atomic::Ordering::Relaxed);
+        th.sud
+            .store(crate::sud::ALLOW, core::sync::atomic::Ordering::Relaxed);
     }
     Some(Entry { t })
 }

@@ -49,9 +49,18 @@ fn heap_for(idx: usize) -> Option<&'static mut Heap> {
     // SAFETY: the window is ours alone; its first page holds the Heap once mapped.
     let h = base as *mut Heap;
     // Map lazily: the whole window is reserved NORESERVE at the fixed address.
-    static MAPPED: [AtomicBool; MAX_THREADS + 1] = [const { AtomicBool::new(false) }; MAX_THREADS + 1];
+    static MAPPED: [AtomicBool; MAX_THREADS + 1] =
+        [const { AtomicBool::new(false) }; MAX_THREADS + 1];
     if !MAPPED[idx].load(Ordering::Acquire) {
-        if crate::sys::mmap_fixed(base, HEAP_WIN, libc::PROT_READ | libc::PROT_WRITE, -1, false).is_err() {
+        if crate::sys::mmap_fixed(
+            base,
+            HEAP_WIN,
+            libc::PROT_READ | libc::PROT_WRITE,
+            -1,
+            false,
+        )
+        .is_err()
+        {
             return None;
         }
         // SAFETY: freshly mapped, zeroed, owned by this thread.
@@ -83,7 +92,9 @@ fn alloc(n: usize) -> *mut c_void {
     }
     let (c, size) = class_of(n);
     with_heap(|h, idx| {
-        let Some(h) = h else { return core::ptr::null_mut() };
+        let Some(h) = h else {
+            return core::ptr::null_mut();
+        };
         let b = if h.free[c] != 0 {
             let b = h.free[c];
             // SAFETY: free-list links live in the first word of freed blocks' payloads.
@@ -126,7 +137,11 @@ unsafe fn header(p: *mut c_void) -> Option<usize> {
 fn usable(b: usize, p: usize) -> usize {
     // SAFETY: b is a valid header.
     let c = unsafe { *((b + 4) as *const u32) } as usize;
-    let size = if c <= NSMALL { c * SMALL_STEP } else { 1usize << (c - NSMALL + 10) };
+    let size = if c <= NSMALL {
+        c * SMALL_STEP
+    } else {
+        1usize << (c - NSMALL + 10)
+    };
     b + HDR + size - p
 }
 
@@ -243,7 +258,9 @@ pub extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
         return core::ptr::null_mut();
     }
     // SAFETY: p was allocated here (caller contract).
-    let Some(b) = (unsafe { header(p) }) else { return core::ptr::null_mut() };
+    let Some(b) = (unsafe { header(p) }) else {
+        return core::ptr::null_mut();
+    };
     let have = usable(b, p as usize);
     if have >= n {
         return p;

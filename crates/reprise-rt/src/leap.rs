@@ -36,7 +36,8 @@ pub struct Stripe {
     /// Turns taken so far (the access's position in the vector; under the ticket lock).
     seq: u64,
     len: u32,
-    _pad: u32,
+    /// Record: threads asleep on `serving` (so an unlock wakes only when someone sleeps).
+    sleepers: AtomicU32,
     buf: [VecEntry; BUF],
 }
 
@@ -66,19 +67,25 @@ fn ticket_lock(st: &Stripe) {
             return;
         }
         spins += 1;
-        if spins < 64 {
+        if spins < 200 {
             core::hint::spin_loop();
+        } else if spins < 204 {
+            sys::yield_now();
         } else {
             let _e = sys::ErrnoGuard::new();
+            st.sleepers.fetch_add(1, Ordering::SeqCst);
             sys::futex_wait(&st.serving, s);
+            st.sleepers.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }
 
 #[inline(always)]
 fn ticket_unlock(st: &Stripe) {
-    let s = st.serving.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
-    if st.next.load(Ordering::Relaxed) != s {
+    st.serving.fetch_add(1, Ordering::SeqCst);
+    // Dekker with the waiter: it counts itself a sleeper before futex_wait re-checks
+    // `serving`, so either it sees the new value or we see it asleep.
+    if st.sleepers.load(Ordering::SeqCst) != 0 {
         let _e = sys::ErrnoGuard::new();
         sys::futex_wake(&st.serving, i32::MAX);
     }
@@ -142,6 +149,7 @@ fn wait_turn(t: &Thread, s: u32) {
     let st = stripe(s);
     let v = state::vector(s);
     let mut waited = false;
+    let mut spins = 0u32;
     loop {
         let p = st.pos.load(Ordering::SeqCst);
         let idx = (st.cursor.load(Ordering::Acquire) >> 32) as usize;
@@ -149,7 +157,8 @@ fn wait_turn(t: &Thread, s: u32) {
             let stt = state::status(t.tid);
             stt.stripe.store(s, Ordering::Relaxed);
             stt.waits_for.store(u32::MAX, Ordering::Relaxed);
-            stt.events.store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+            stt.events
+                .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
             park_forever(t.tid, ST_AT_END);
         }
         if v[idx].tid == t.tid {
@@ -158,11 +167,24 @@ fn wait_turn(t: &Thread, s: u32) {
         if !waited {
             let stt = state::status(t.tid);
             stt.stripe.store(s, Ordering::Relaxed);
-            stt.events.store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+            stt.events
+                .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
             stt.state.store(ST_WAIT_TURN, Ordering::SeqCst);
             waited = true;
         }
-        state::status(t.tid).waits_for.store(v[idx].tid, Ordering::Relaxed);
+        state::status(t.tid)
+            .waits_for
+            .store(v[idx].tid, Ordering::Relaxed);
+        // The turn usually passes within a few hundred nanoseconds: spin, then yield, then
+        // sleep on the futex.
+        spins += 1;
+        if spins < 200 {
+            core::hint::spin_loop();
+            continue;
+        } else if spins < 204 {
+            sys::yield_now();
+            continue;
+        }
         st.waiters.fetch_add(1, Ordering::SeqCst);
         if st.pos.load(Ordering::SeqCst) == p {
             let _e = sys::ErrnoGuard::new();
@@ -189,7 +211,8 @@ fn advance(s: u32) {
         used = 0;
         changed = true;
     }
-    st.cursor.store(((idx as u64) << 32) | used as u64, Ordering::Release);
+    st.cursor
+        .store(((idx as u64) << 32) | used as u64, Ordering::Release);
     st.pos.fetch_add(1, Ordering::SeqCst);
     if changed && st.waiters.load(Ordering::SeqCst) > 0 {
         let _e = sys::ErrnoGuard::new();
@@ -208,6 +231,9 @@ fn release_one(s: u32, replay: bool) {
 /// Release whatever `t` holds: its access is complete (this is a safe point).
 #[inline(always)]
 pub fn release_held(t: &mut Thread) {
+    if t.held == crate::model::HELD_G {
+        return crate::model::release(t);
+    }
     let replay = state::REPLAY.load(Ordering::Relaxed);
     if t.held_multi {
         for w in 0..t.multi.len() {

@@ -21,9 +21,17 @@ pub fn after_init() {
     // with a valid sigaction; neither touches program state.
     unsafe {
         libc::atexit(at_exit);
-        for sig in [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE, libc::SIGILL, libc::SIGABRT, libc::SIGTRAP] {
+        for sig in [
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGFPE,
+            libc::SIGILL,
+            libc::SIGABRT,
+            libc::SIGTRAP,
+        ] {
             let mut sa: libc::sigaction = core::mem::zeroed();
-            sa.sa_sigaction = on_fault as extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+            sa.sa_sigaction =
+                on_fault as extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) as usize;
             sa.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
             crate::signals::install(sig, &sa);
         }
@@ -32,7 +40,17 @@ pub fn after_init() {
     // rdtsc/rdtscp trap (SIGSEGV) so their values are recorded and replayed; inherited by
     // every thread created afterwards.
     // SAFETY: prctl with constant arguments.
-    unsafe { sys::syscall6(libc::SYS_prctl, libc::PR_SET_TSC as u64, libc::PR_TSC_SIGSEGV as u64, 0, 0, 0, 0) };
+    unsafe {
+        sys::syscall6(
+            libc::SYS_prctl,
+            libc::PR_SET_TSC as u64,
+            libc::PR_TSC_SIGSEGV as u64,
+            0,
+            0,
+            0,
+            0,
+        )
+    };
     let t = state::cur();
     if !t.is_null() {
         // SAFETY: the main thread's own slot.
@@ -65,14 +83,38 @@ fn emulate_tsc(ctx: *mut libc::c_void) -> bool {
     // SAFETY: getauxval has no preconditions.
     let vdso = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) } as usize;
     let from_vdso = vdso != 0 && (vdso..vdso + 0x4000).contains(&rip);
-    let entry = if from_vdso { None } else { crate::entry::enter() };
+    let entry = if from_vdso {
+        None
+    } else {
+        crate::entry::enter()
+    };
     if entry.is_none() {
         let mut aux = 0u32;
         // SAFETY: as below, a native read with the TSC enabled for an instant.
         let v = unsafe {
-            sys::syscall6(libc::SYS_prctl, libc::PR_SET_TSC as u64, libc::PR_TSC_ENABLE as u64, 0, 0, 0, 0);
-            let v = if len == 2 { core::arch::x86_64::_rdtsc() } else { core::arch::x86_64::__rdtscp(&mut aux) };
-            sys::syscall6(libc::SYS_prctl, libc::PR_SET_TSC as u64, libc::PR_TSC_SIGSEGV as u64, 0, 0, 0, 0);
+            sys::syscall6(
+                libc::SYS_prctl,
+                libc::PR_SET_TSC as u64,
+                libc::PR_TSC_ENABLE as u64,
+                0,
+                0,
+                0,
+                0,
+            );
+            let v = if len == 2 {
+                core::arch::x86_64::_rdtsc()
+            } else {
+                core::arch::x86_64::__rdtscp(&mut aux)
+            };
+            sys::syscall6(
+                libc::SYS_prctl,
+                libc::PR_SET_TSC as u64,
+                libc::PR_TSC_SIGSEGV as u64,
+                0,
+                0,
+                0,
+                0,
+            );
             v
         };
         g[libc::REG_RAX as usize] = (v & 0xffff_ffff) as i64;
@@ -92,12 +134,35 @@ fn emulate_tsc(ctx: *mut libc::c_void) -> bool {
         let mut aux = 0u32;
         // SAFETY: enabling the TSC for this thread only long enough to read it.
         let v = unsafe {
-            sys::syscall6(libc::SYS_prctl, libc::PR_SET_TSC as u64, libc::PR_TSC_ENABLE as u64, 0, 0, 0, 0);
-            let v = if len == 2 { core::arch::x86_64::_rdtsc() } else { core::arch::x86_64::__rdtscp(&mut aux) };
-            sys::syscall6(libc::SYS_prctl, libc::PR_SET_TSC as u64, libc::PR_TSC_SIGSEGV as u64, 0, 0, 0, 0);
+            sys::syscall6(
+                libc::SYS_prctl,
+                libc::PR_SET_TSC as u64,
+                libc::PR_TSC_ENABLE as u64,
+                0,
+                0,
+                0,
+                0,
+            );
+            let v = if len == 2 {
+                core::arch::x86_64::_rdtsc()
+            } else {
+                core::arch::x86_64::__rdtscp(&mut aux)
+            };
+            sys::syscall6(
+                libc::SYS_prctl,
+                libc::PR_SET_TSC as u64,
+                libc::PR_TSC_SIGSEGV as u64,
+                0,
+                0,
+                0,
+                0,
+            );
             v
         };
-        (access::result(t, Some(v)), access::result(t, Some(aux as u64)))
+        (
+            access::result(t, Some(v)),
+            access::result(t, Some(aux as u64)),
+        )
     };
     g[libc::REG_RAX as usize] = (v & 0xffff_ffff) as i64;
     g[libc::REG_RDX as usize] = (v >> 32) as i64;
@@ -115,7 +180,14 @@ pub fn stack_window(id: u32, size: usize) -> Option<u64> {
         return None;
     }
     let base = STACKS_ADDR + id as u64 * STACK_WIN;
-    sys::mmap_fixed(base, size + 4096, libc::PROT_READ | libc::PROT_WRITE, -1, false).ok()?;
+    sys::mmap_fixed(
+        base,
+        size + 4096,
+        libc::PROT_READ | libc::PROT_WRITE,
+        -1,
+        false,
+    )
+    .ok()?;
     sys::mprotect(base, 4096, libc::PROT_NONE);
     Some(base + 4096)
 }
@@ -130,21 +202,34 @@ fn final_checkpoint(t: &mut Thread) {
 
 /// The current thread returned from its start routine (or called pthread_exit).
 pub fn thread_end() {
-    let Some(e) = crate::entry::enter() else { return };
+    let Some(e) = crate::entry::enter() else {
+        return;
+    };
     let t = e.t();
     access::safe_point(t);
+    crate::model::thread_exit(t);
     final_checkpoint(t);
     access::flush_log(t);
     let st = state::status(t.tid);
-    st.events.store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+    st.events
+        .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
     st.state.store(ST_EXITED, Ordering::SeqCst);
 }
 
 extern "C" fn at_exit() {
-    let Some(e) = crate::entry::enter() else { return };
+    let Some(e) = crate::entry::enter() else {
+        return;
+    };
     let t = e.t();
     access::safe_point(t);
-    let end = ProcessEnd { kind: END_EXIT, tid: t.tid, event: t.events.load(Ordering::Relaxed), code: 0, si_code: 0, addr: 0 };
+    let end = ProcessEnd {
+        kind: END_EXIT,
+        tid: t.tid,
+        event: t.events.load(Ordering::Relaxed),
+        code: 0,
+        si_code: 0,
+        addr: 0,
+    };
     finish(t, end);
 }
 
@@ -158,9 +243,25 @@ extern "C" fn on_fault(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_v
         state::IN_RT.with(|c| c.set(true));
         // SAFETY: t is this thread's slot; info is the kernel's siginfo for this signal.
         let th = unsafe { &mut *t };
-        let (code, addr) = unsafe { ((*info).si_code, if sig == libc::SIGABRT { 0 } else { (*info).si_addr() as u64 }) };
+        let (code, addr) = unsafe {
+            (
+                (*info).si_code,
+                if sig == libc::SIGABRT {
+                    0
+                } else {
+                    (*info).si_addr() as u64
+                },
+            )
+        };
         access::forget_pending(th);
-        let end = ProcessEnd { kind: END_FAULT, tid: th.tid, event: th.events.load(Ordering::Relaxed), code: sig, si_code: code, addr };
+        let end = ProcessEnd {
+            kind: END_FAULT,
+            tid: th.tid,
+            event: th.events.load(Ordering::Relaxed),
+            code: sig,
+            si_code: code,
+            addr,
+        };
         finish(th, end);
     }
     // Die of the signal: restore the default action; returning re-executes the faulting
@@ -179,7 +280,10 @@ extern "C" fn on_fault(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_v
 /// End the process in the recorded way (see the module doc). Only one thread finishes;
 /// any other thread that tries parks.
 pub fn finish(t: &mut Thread, end: ProcessEnd) {
-    if state::FINISHER.compare_exchange(u32::MAX, t.tid, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+    if state::FINISHER
+        .compare_exchange(u32::MAX, t.tid, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
         leap::release_held(t);
         leap::park_forever(t.tid, ST_AT_END);
     }
@@ -187,7 +291,8 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     leap::release_held(t);
     final_checkpoint(t);
     let st = state::status(t.tid);
-    st.events.store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+    st.events
+        .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
     st.state.store(ST_EXIT_WAIT, Ordering::SeqCst);
     if state::REPLAY.load(Ordering::Relaxed) {
         let n = state::config().nthreads;
@@ -195,7 +300,9 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
             if tid == t.tid {
                 continue;
             }
-            let want = state::thread_index(tid).map(|ti| ti.final_events).unwrap_or(0);
+            let want = state::thread_index(tid)
+                .map(|ti| ti.final_events)
+                .unwrap_or(0);
             // SAFETY: slot memory is mapped for all MAX_THREADS ids; events is atomic.
             let other = unsafe { &*state::slot(tid) };
             while other.events.load(Ordering::Relaxed) < want {
@@ -206,6 +313,7 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     state::set_mode(state::M_DONE);
     t.passthrough = true;
     leap::lock_and_flush_all();
+    crate::model::finish();
     // Every other thread is now parked or blocked outside the runtime: send all records.
     let n = state::NEXT_TID.load(Ordering::SeqCst);
     let mut frame = [0u8; FRAME_HDR + 32 + 12 * 64];

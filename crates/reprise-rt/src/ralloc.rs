@@ -21,7 +21,13 @@ fn ensure_mapped() -> bool {
         return true;
     }
     // Racing first callers: one maps, the others see EEXIST, which is fine.
-    let _ = crate::sys::mmap_fixed(RALLOC_ADDR, RALLOC_SIZE, libc::PROT_READ | libc::PROT_WRITE, -1, false);
+    let _ = crate::sys::mmap_fixed(
+        RALLOC_ADDR,
+        RALLOC_SIZE,
+        libc::PROT_READ | libc::PROT_WRITE,
+        -1,
+        false,
+    );
     MAPPED.store(1, Ordering::Release);
     true
 }

@@ -7,7 +7,10 @@
 
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicUsize, Ordering};
-use libc::{pthread_attr_t, pthread_barrier_t, pthread_cond_t, pthread_mutex_t, pthread_rwlock_t, pthread_t, sem_t, timespec};
+use libc::{
+    pthread_attr_t, pthread_barrier_t, pthread_cond_t, pthread_mutex_t, pthread_rwlock_t,
+    pthread_t, sem_t, timespec,
+};
 
 type StartFn = extern "C" fn(*mut c_void) -> *mut c_void;
 

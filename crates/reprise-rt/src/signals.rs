@@ -25,7 +25,18 @@ static PROG: [AtomicUsize; NSIG] = [const { AtomicUsize::new(0) }; NSIG];
 static SIGINFO: [AtomicUsize; NSIG] = [const { AtomicUsize::new(0) }; NSIG];
 
 fn synchronous(sig: c_int) -> bool {
-    matches!(sig, libc::SIGSEGV | libc::SIGBUS | libc::SIGFPE | libc::SIGILL | libc::SIGABRT | libc::SIGTRAP | libc::SIGSYS | libc::SIGKILL | libc::SIGSTOP)
+    matches!(
+        sig,
+        libc::SIGSEGV
+            | libc::SIGBUS
+            | libc::SIGFPE
+            | libc::SIGILL
+            | libc::SIGABRT
+            | libc::SIGTRAP
+            | libc::SIGSYS
+            | libc::SIGKILL
+            | libc::SIGSTOP
+    )
 }
 
 fn active() -> bool {
@@ -33,7 +44,8 @@ fn active() -> bool {
     m == state::M_RECORD || m == state::M_REPLAY
 }
 
-type SigactionFn = unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
+type SigactionFn =
+    unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
 
 fn real_sigaction() -> SigactionFn {
     static P: AtomicUsize = AtomicUsize::new(0);
@@ -76,7 +88,8 @@ fn call_program(sig: c_int) {
         if SIGINFO[sig as usize].load(Ordering::Relaxed) != 0 {
             let mut info: libc::siginfo_t = core::mem::zeroed();
             info.si_signo = sig;
-            let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) = core::mem::transmute(h);
+            let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+                core::mem::transmute(h);
             f(sig, &mut info, core::ptr::null_mut());
         } else {
             let f: extern "C" fn(c_int) = core::mem::transmute(h);
@@ -92,7 +105,9 @@ pub fn deliver(t: &mut Thread) {
     let e = t.entries;
     if state::REPLAY.load(Ordering::Relaxed) {
         while t.next_sig_at == e {
-            let Some(ti) = state::thread_index(t.tid) else { return };
+            let Some(ti) = state::thread_index(t.tid) else {
+                return;
+            };
             let list = state::pairs(ti.signals_off, ti.signals_len);
             let sig = list[t.next_sig].value as c_int;
             t.next_sig += 1;
@@ -116,12 +131,20 @@ pub fn deliver(t: &mut Thread) {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
+pub unsafe extern "C" fn sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
     if state::mode() == state::M_UNINIT {
         state::init();
     }
     let wrapped_before = (sig as usize) < NSIG && PROG[sig as usize].load(Ordering::Relaxed) != 0;
-    let prev = if (sig as usize) < NSIG { PROG[sig as usize].load(Ordering::Relaxed) } else { 0 };
+    let prev = if (sig as usize) < NSIG {
+        PROG[sig as usize].load(Ordering::Relaxed)
+    } else {
+        0
+    };
     if act.is_null() || synchronous(sig) || !active() || sig <= 0 || sig as usize >= NSIG {
         // SAFETY: forwarded unchanged.
         let r = unsafe { real_sigaction()(sig, act, old) };
@@ -144,9 +167,13 @@ pub unsafe extern "C" fn sigaction(sig: c_int, act: *const libc::sigaction, old:
         return r;
     }
     PROG[sig as usize].store(h, Ordering::Relaxed);
-    SIGINFO[sig as usize].store((a.sa_flags & libc::SA_SIGINFO != 0) as usize, Ordering::Relaxed);
+    SIGINFO[sig as usize].store(
+        (a.sa_flags & libc::SA_SIGINFO != 0) as usize,
+        Ordering::Relaxed,
+    );
     let mut ours = a;
-    ours.sa_sigaction = on_async as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize;
+    ours.sa_sigaction =
+        on_async as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize;
     ours.sa_flags |= libc::SA_SIGINFO | libc::SA_RESTART;
     // SAFETY: a valid sigaction derived from the caller's.
     let r = unsafe { real_sigaction()(sig, &ours, old) };
@@ -173,7 +200,9 @@ pub unsafe extern "C" fn signal(sig: c_int, h: libc::sighandler_t) -> libc::sigh
 
 /// A timer call: performed while recording (result recorded), not armed in replay.
 fn timer_call(f: impl FnOnce() -> c_int, old: *mut c_void, old_size: usize) -> c_int {
-    let Some(e) = crate::entry::enter() else { return f() };
+    let Some(e) = crate::entry::enter() else {
+        return f();
+    };
     let t = e.t();
     access::safe_point(t);
     if state::REPLAY.load(Ordering::Relaxed) {
@@ -190,11 +219,20 @@ fn timer_call(f: impl FnOnce() -> c_int, old: *mut c_void, old_size: usize) -> c
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn setitimer(which: c_int, new: *const libc::itimerval, old: *mut libc::itimerval) -> c_int {
+pub unsafe extern "C" fn setitimer(
+    which: c_int,
+    new: *const libc::itimerval,
+    old: *mut libc::itimerval,
+) -> c_int {
     type F = unsafe extern "C" fn(c_int, *const libc::itimerval, *mut libc::itimerval) -> c_int;
     // SAFETY: libc's setitimer has this type.
-    let real: F = unsafe { core::mem::transmute(libc::dlsym(libc::RTLD_NEXT, c"setitimer".as_ptr())) };
-    timer_call(|| unsafe { real(which, new, old) }, old.cast(), core::mem::size_of::<libc::itimerval>())
+    let real: F =
+        unsafe { core::mem::transmute(libc::dlsym(libc::RTLD_NEXT, c"setitimer".as_ptr())) };
+    timer_call(
+        || unsafe { real(which, new, old) },
+        old.cast(),
+        core::mem::size_of::<libc::itimerval>(),
+    )
 }
 
 #[no_mangle]
@@ -206,9 +244,24 @@ pub unsafe extern "C" fn alarm(s: libc::c_uint) -> libc::c_uint {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn timer_settime(id: *mut c_void, flags: c_int, new: *const libc::itimerspec, old: *mut libc::itimerspec) -> c_int {
-    type F = unsafe extern "C" fn(*mut c_void, c_int, *const libc::itimerspec, *mut libc::itimerspec) -> c_int;
+pub unsafe extern "C" fn timer_settime(
+    id: *mut c_void,
+    flags: c_int,
+    new: *const libc::itimerspec,
+    old: *mut libc::itimerspec,
+) -> c_int {
+    type F = unsafe extern "C" fn(
+        *mut c_void,
+        c_int,
+        *const libc::itimerspec,
+        *mut libc::itimerspec,
+    ) -> c_int;
     // SAFETY: libc's timer_settime has this type.
-    let real: F = unsafe { core::mem::transmute(libc::dlsym(libc::RTLD_NEXT, c"timer_settime".as_ptr())) };
-    timer_call(|| unsafe { real(id, flags, new, old) }, old.cast(), core::mem::size_of::<libc::itimerspec>())
+    let real: F =
+        unsafe { core::mem::transmute(libc::dlsym(libc::RTLD_NEXT, c"timer_settime".as_ptr())) };
+    timer_call(
+        || unsafe { real(id, flags, new, old) },
+        old.cast(),
+        core::mem::size_of::<libc::itimerspec>(),
+    )
 }

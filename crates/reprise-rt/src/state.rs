@@ -95,6 +95,8 @@ pub struct Thread {
     pub sud_hold: bool,
     /// Jitter PRNG state.
     pub rng: u64,
+    /// The thread's pthread_t (for joins under a model strategy).
+    pub pthread: u64,
     /// Start routine and argument of a created thread.
     pub start_fn: usize,
     /// See `start_fn`.
@@ -219,7 +221,9 @@ fn validate_config(size: usize) -> Result<(), &'static str> {
         }
         for s in 0..STRIPES as u32 {
             // SAFETY: index bounds just checked.
-            let idx = unsafe { &*((CONFIG_ADDR + c.stripe_index_off) as *const StripeIndex).add(s as usize) };
+            let idx = unsafe {
+                &*((CONFIG_ADDR + c.stripe_index_off) as *const StripeIndex).add(s as usize)
+            };
             if !in_config::<VecEntry>(idx.off, idx.len) {
                 return Err("access vector out of bounds");
             }
@@ -256,7 +260,9 @@ pub fn init() -> u32 {
 }
 
 fn init_inner() -> u32 {
-    let Some(size) = sys::fd_size(FD_CONFIG) else { return M_OFF };
+    let Some(size) = sys::fd_size(FD_CONFIG) else {
+        return M_OFF;
+    };
     let size = size as usize;
     if size == 0 || size as u64 > CONFIG_MAX {
         return M_OFF;
@@ -271,13 +277,35 @@ fn init_inner() -> u32 {
     }
     let rw = libc::PROT_READ | libc::PROT_WRITE;
     if sys::mmap_fixed(STATUS_ADDR, STATUS_SIZE as u64, rw, FD_STATUS, true).is_err()
-        || sys::mmap_fixed(THREADS_ADDR, THREAD_SLOT * MAX_THREADS as u64, rw, -1, false).is_err()
+        || sys::mmap_fixed(
+            THREADS_ADDR,
+            THREAD_SLOT * MAX_THREADS as u64,
+            rw,
+            -1,
+            false,
+        )
+        .is_err()
         || sys::mmap_fixed(STRIPES_ADDR, crate::leap::STRIPE_TABLE_SIZE, rw, -1, false).is_err()
     {
         crate::say!("cannot reserve the runtime's address region; running without recording");
         return M_OFF;
     }
     let c = config();
+    let log: &[u8] = if c.model_len > 0 && c.model_off + c.model_len <= size as u64 {
+        // SAFETY: bounds just checked against the mapping.
+        unsafe {
+            core::slice::from_raw_parts(
+                (CONFIG_ADDR + c.model_off) as *const u8,
+                c.model_len as usize,
+            )
+        }
+    } else {
+        &[]
+    };
+    if let Err(why) = crate::model::init(c.flags, log, c.mode == Mode::Replay as u32) {
+        crate::say!("{why}");
+        sys::exit_group(125);
+    }
     CHECKPOINT.store(c.checkpoint_interval, Ordering::Relaxed);
     JITTER.store(c.jitter_seed, Ordering::Relaxed);
     let replay = c.mode == Mode::Replay as u32;
@@ -321,5 +349,7 @@ pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
     }
     status(tid).state.store(ST_RUNNING, Ordering::Relaxed);
     status(tid).stripe.store(NO_STRIPE, Ordering::Relaxed);
-    status_header().nthreads.fetch_max(tid + 1, Ordering::Relaxed);
+    status_header()
+        .nthreads
+        .fetch_max(tid + 1, Ordering::Relaxed);
 }

@@ -30,7 +30,8 @@ static COUNTS: [AtomicU32; NSYS] = [const { AtomicU32::new(0) }; NSYS];
 pub fn install_handler() {
     // SAFETY: a zeroed sigaction with our handler is valid.
     let mut sa: libc::sigaction = unsafe { core::mem::zeroed() };
-    sa.sa_sigaction = on_sigsys as extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+    sa.sa_sigaction =
+        on_sigsys as extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) as usize;
     sa.sa_flags = libc::SA_SIGINFO;
     crate::signals::install(libc::SIGSYS, &sa);
 }
@@ -43,7 +44,15 @@ pub fn enable(t: &mut Thread) {
     t.sud.store(ALLOW, Ordering::Relaxed);
     // SAFETY: the selector lives in the thread's slot, mapped for the whole process lifetime.
     let r = unsafe {
-        sys::syscall6(libc::SYS_prctl, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, 0, 0, t.sud.as_ptr() as u64, 0)
+        sys::syscall6(
+            libc::SYS_prctl,
+            PR_SET_SYSCALL_USER_DISPATCH,
+            PR_SYS_DISPATCH_ON,
+            0,
+            0,
+            t.sud.as_ptr() as u64,
+            0,
+        )
     };
     t.sud_on = r == 0;
 }
@@ -63,7 +72,8 @@ extern "C" fn on_sigsys(_sig: i32, _info: *mut libc::siginfo_t, ctx: *mut libc::
         COUNTS[nr].fetch_add(1, Ordering::Relaxed);
     }
     let m = state::mode();
-    if (m == state::M_RECORD || m == state::M_REPLAY) && !th.passthrough && !IN_RT.with(|c| c.get()) {
+    if (m == state::M_RECORD || m == state::M_REPLAY) && !th.passthrough && !IN_RT.with(|c| c.get())
+    {
         IN_RT.with(|c| c.set(true));
         let _e = sys::ErrnoGuard::new();
         access::safe_point(th);

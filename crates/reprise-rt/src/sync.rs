@@ -21,7 +21,10 @@ use crate::real;
 use crate::state::{self, Thread};
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::Ordering;
-use libc::{pthread_attr_t, pthread_barrier_t, pthread_cond_t, pthread_mutex_t, pthread_rwlock_t, pthread_t, sem_t, timespec};
+use libc::{
+    pthread_attr_t, pthread_barrier_t, pthread_cond_t, pthread_mutex_t, pthread_rwlock_t,
+    pthread_t, sem_t, timespec,
+};
 use reprise_proto::*;
 
 #[inline(always)]
@@ -32,6 +35,22 @@ fn replaying() -> bool {
 /// Take the turn on the stripe of synchronisation object `obj`.
 pub fn take_obj(t: &mut Thread, obj: *const c_void, k: u64) {
     access::fold_pending(t);
+    if crate::model::active() {
+        let op = match k {
+            kind::LOCK | kind::COND => reprise_core::Op::Acquire(obj as u64),
+            kind::CREATE => {
+                crate::model::event(t, || {
+                    reprise_core::Op::Fork(state::NEXT_TID.load(Ordering::Relaxed))
+                });
+                access::count_event(t, 0, 0, k);
+                return;
+            }
+            _ => reprise_core::Op::Rmw(obj as u64 >> 3),
+        };
+        crate::model::event(t, || op);
+        access::count_event(t, 0, 0, k);
+        return;
+    }
     let s = leap::stripe_of_granule(obj as usize >> 3);
     let pos = leap::take(t, s);
     access::count_event(t, s as u64, pos, k);
@@ -40,7 +59,8 @@ pub fn take_obj(t: &mut Thread, obj: *const c_void, k: u64) {
 /// Run a real call that may block, marked as blocked for the replay watchdog.
 fn blocking<R>(t: &Thread, f: impl FnOnce() -> R) -> R {
     let st = state::status(t.tid);
-    st.events.store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+    st.events
+        .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
     st.state.store(ST_BLOCKED, Ordering::SeqCst);
     let r = f();
     st.state.store(ST_RUNNING, Ordering::SeqCst);
@@ -52,6 +72,9 @@ unsafe fn acquire(obj: *const c_void, k: u64, lock: impl FnOnce() -> c_int) -> c
     let Some(e) = enter() else { return lock() };
     let t = e.t();
     access::safe_point(t);
+    if crate::model::active() {
+        return model_acquire(t, obj, k, lock);
+    }
     if replaying() {
         take_obj(t, obj, k);
         blocking(t, lock)
@@ -64,15 +87,44 @@ unsafe fn acquire(obj: *const c_void, k: u64, lock: impl FnOnce() -> c_int) -> c
     }
 }
 
+/// A blocking acquisition under a model strategy: the model decides whose turn it is; the
+/// real call blocks with the model's lock released.
+fn model_acquire(
+    t: &mut Thread,
+    obj: *const c_void,
+    k: u64,
+    lock: impl FnOnce() -> c_int,
+) -> c_int {
+    access::fold_pending(t);
+    let op = reprise_core::Op::Acquire(obj as u64);
+    let tid = t.tid;
+    let st = state::status(tid);
+    let r = crate::model::blocking_event(t, op, || {
+        st.state.store(ST_BLOCKED, Ordering::SeqCst);
+        let r = lock();
+        st.state.store(ST_RUNNING, Ordering::SeqCst);
+        r
+    });
+    access::count_event(t, 0, 0, k);
+    r
+}
+
 /// An acquisition whose success depends on timing: `attempt` in record; in replay the
 /// recorded result decides, and success is reproduced with the blocking `lock`.
-unsafe fn attempt(obj: *const c_void, k: u64, attempt: impl FnOnce() -> c_int, lock: impl FnOnce() -> c_int) -> c_int {
+unsafe fn attempt(
+    obj: *const c_void,
+    k: u64,
+    attempt: impl FnOnce() -> c_int,
+    lock: impl FnOnce() -> c_int,
+) -> c_int {
     let Some(e) = enter() else { return attempt() };
     let t = e.t();
     access::safe_point(t);
     if replaying() {
         let r = access::result(t, None) as c_int;
-        if r == 0 {
+        if r == 0 && crate::model::active() {
+            model_acquire(t, obj, k, lock);
+        } else if r == 0 {
             take_obj(t, obj, k);
             let r2 = blocking(t, lock);
             if r2 != 0 {
@@ -98,6 +150,19 @@ unsafe fn release(f: impl FnOnce() -> c_int) -> c_int {
     f()
 }
 
+/// A lock release: a safe point; under a model strategy also the model's release event.
+unsafe fn release_obj(obj: *const c_void, f: impl FnOnce() -> c_int) -> c_int {
+    if let Some(e) = enter() {
+        let t = e.t();
+        access::safe_point(t);
+        if crate::model::active() {
+            crate::model::event(t, || reprise_core::Op::Release(obj as u64));
+            access::count_event(t, 0, 0, kind::LOCK);
+        }
+    }
+    f()
+}
+
 // ---- mutexes ---------------------------------------------------------------------------------
 
 #[no_mangle]
@@ -108,15 +173,32 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
 }
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
-    unsafe { attempt(m.cast(), kind::LOCK, || real::pthread_mutex_trylock(m), || real::pthread_mutex_lock(m)) }
+    unsafe {
+        attempt(
+            m.cast(),
+            kind::LOCK,
+            || real::pthread_mutex_trylock(m),
+            || real::pthread_mutex_lock(m),
+        )
+    }
 }
 #[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_timedlock(m: *mut pthread_mutex_t, ts: *const timespec) -> c_int {
-    unsafe { attempt(m.cast(), kind::LOCK, || real::pthread_mutex_timedlock(m, ts), || real::pthread_mutex_lock(m)) }
+pub unsafe extern "C" fn pthread_mutex_timedlock(
+    m: *mut pthread_mutex_t,
+    ts: *const timespec,
+) -> c_int {
+    unsafe {
+        attempt(
+            m.cast(),
+            kind::LOCK,
+            || real::pthread_mutex_timedlock(m, ts),
+            || real::pthread_mutex_lock(m),
+        )
+    }
 }
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
-    unsafe { release(|| real::pthread_mutex_unlock(m)) }
+    unsafe { release_obj(m.cast(), || real::pthread_mutex_unlock(m)) }
 }
 
 // ---- rwlocks and spinlocks ------------------------------------------------------------------
@@ -131,23 +213,57 @@ pub unsafe extern "C" fn pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_in
 }
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int {
-    unsafe { attempt(l.cast(), kind::LOCK, || real::pthread_rwlock_tryrdlock(l), || real::pthread_rwlock_rdlock(l)) }
+    unsafe {
+        attempt(
+            l.cast(),
+            kind::LOCK,
+            || real::pthread_rwlock_tryrdlock(l),
+            || real::pthread_rwlock_rdlock(l),
+        )
+    }
 }
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int {
-    unsafe { attempt(l.cast(), kind::LOCK, || real::pthread_rwlock_trywrlock(l), || real::pthread_rwlock_wrlock(l)) }
+    unsafe {
+        attempt(
+            l.cast(),
+            kind::LOCK,
+            || real::pthread_rwlock_trywrlock(l),
+            || real::pthread_rwlock_wrlock(l),
+        )
+    }
 }
 #[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_timedrdlock(l: *mut pthread_rwlock_t, ts: *const timespec) -> c_int {
-    unsafe { attempt(l.cast(), kind::LOCK, || real::pthread_rwlock_timedrdlock(l, ts), || real::pthread_rwlock_rdlock(l)) }
+pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
+    l: *mut pthread_rwlock_t,
+    ts: *const timespec,
+) -> c_int {
+    unsafe {
+        attempt(
+            l.cast(),
+            kind::LOCK,
+            || real::pthread_rwlock_timedrdlock(l, ts),
+            || real::pthread_rwlock_rdlock(l),
+        )
+    }
 }
 #[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_timedwrlock(l: *mut pthread_rwlock_t, ts: *const timespec) -> c_int {
-    unsafe { attempt(l.cast(), kind::LOCK, || real::pthread_rwlock_timedwrlock(l, ts), || real::pthread_rwlock_wrlock(l)) }
+pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
+    l: *mut pthread_rwlock_t,
+    ts: *const timespec,
+) -> c_int {
+    unsafe {
+        attempt(
+            l.cast(),
+            kind::LOCK,
+            || real::pthread_rwlock_timedwrlock(l, ts),
+            || real::pthread_rwlock_wrlock(l),
+        )
+    }
 }
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int {
-    unsafe { release(|| real::pthread_rwlock_unlock(l)) }
+    unsafe { release_obj(l.cast(), || real::pthread_rwlock_unlock(l)) }
 }
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_lock(l: *mut c_int) -> c_int {
@@ -155,11 +271,18 @@ pub unsafe extern "C" fn pthread_spin_lock(l: *mut c_int) -> c_int {
 }
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_trylock(l: *mut c_int) -> c_int {
-    unsafe { attempt(l.cast(), kind::LOCK, || real::pthread_spin_trylock(l), || real::pthread_spin_lock(l)) }
+    unsafe {
+        attempt(
+            l.cast(),
+            kind::LOCK,
+            || real::pthread_spin_trylock(l),
+            || real::pthread_spin_lock(l),
+        )
+    }
 }
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_unlock(l: *mut c_int) -> c_int {
-    unsafe { release(|| real::pthread_spin_unlock(l)) }
+    unsafe { release_obj(l.cast(), || real::pthread_spin_unlock(l)) }
 }
 
 // ---- condition variables ----------------------------------------------------------------------
@@ -168,7 +291,12 @@ pub unsafe extern "C" fn pthread_spin_unlock(l: *mut c_int) -> c_int {
 /// timed wait, whether it timed out); replay never waits for real: it releases the mutex and
 /// re-acquires it at its recorded turn, which already encodes the wake-up (signal, broadcast,
 /// timeout or spurious, all alike).
-unsafe fn cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, ts: *const timespec, clock: Option<libc::clockid_t>) -> c_int {
+unsafe fn cond_wait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    ts: *const timespec,
+    clock: Option<libc::clockid_t>,
+) -> c_int {
     let wait = || unsafe {
         match (ts.is_null(), clock) {
             (true, _) => real::pthread_cond_wait(c, m),
@@ -179,6 +307,30 @@ unsafe fn cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, ts: *const 
     let Some(e) = enter() else { return wait() };
     let t = e.t();
     access::safe_point(t);
+    if crate::model::active() {
+        // The wait releases the mutex and re-acquires it: a release event, then a blocking
+        // acquisition (replay never waits on the real condition variable).
+        crate::model::event(t, || reprise_core::Op::Release(m as u64));
+        access::count_event(t, 0, 0, kind::COND);
+        if replaying() {
+            unsafe { real::pthread_mutex_unlock(m) };
+            model_acquire(t, m.cast(), kind::COND, || unsafe {
+                real::pthread_mutex_lock(m)
+            });
+            return if ts.is_null() {
+                0
+            } else {
+                access::result(t, None) as c_int
+            };
+        }
+        crate::leap::release_held(t);
+        let r = blocking(t, wait);
+        take_obj(t, m.cast(), kind::COND);
+        if !ts.is_null() {
+            access::result(t, Some(r as u32 as u64));
+        }
+        return r;
+    }
     if replaying() {
         unsafe { real::pthread_mutex_unlock(m) };
         take_obj(t, m.cast(), kind::COND);
@@ -199,20 +351,43 @@ unsafe fn cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, ts: *const 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn pthread_cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t) -> c_int {
+pub unsafe extern "C" fn pthread_cond_wait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+) -> c_int {
     unsafe { cond_wait(c, m, core::ptr::null(), None) }
 }
 #[no_mangle]
-pub unsafe extern "C" fn pthread_cond_timedwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, ts: *const timespec) -> c_int {
+pub unsafe extern "C" fn pthread_cond_timedwait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    ts: *const timespec,
+) -> c_int {
     unsafe { cond_wait(c, m, ts, None) }
 }
 #[no_mangle]
-pub unsafe extern "C" fn pthread_cond_clockwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, clk: libc::clockid_t, ts: *const timespec) -> c_int {
+pub unsafe extern "C" fn pthread_cond_clockwait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    clk: libc::clockid_t,
+    ts: *const timespec,
+) -> c_int {
     unsafe { cond_wait(c, m, ts, Some(clk)) }
 }
 #[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_clocklock(m: *mut pthread_mutex_t, clk: libc::clockid_t, ts: *const timespec) -> c_int {
-    unsafe { attempt(m.cast(), kind::LOCK, || real::pthread_mutex_clocklock(m, clk, ts), || real::pthread_mutex_lock(m)) }
+pub unsafe extern "C" fn pthread_mutex_clocklock(
+    m: *mut pthread_mutex_t,
+    clk: libc::clockid_t,
+    ts: *const timespec,
+) -> c_int {
+    unsafe {
+        attempt(
+            m.cast(),
+            kind::LOCK,
+            || real::pthread_mutex_clocklock(m, clk, ts),
+            || real::pthread_mutex_lock(m),
+        )
+    }
 }
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
@@ -227,7 +402,9 @@ pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_int {
-    let Some(e) = enter() else { return unsafe { real::pthread_barrier_wait(b) } };
+    let Some(e) = enter() else {
+        return unsafe { real::pthread_barrier_wait(b) };
+    };
     let t = e.t();
     access::safe_point(t);
     let r = blocking(t, || unsafe { real::pthread_barrier_wait(b) });
@@ -237,10 +414,16 @@ pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_in
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_once(o: *mut c_int, f: extern "C" fn()) -> c_int {
-    let Some(e) = enter() else { return unsafe { real::pthread_once(o, f) } };
+    let Some(e) = enter() else {
+        return unsafe { real::pthread_once(o, f) };
+    };
     let t = e.t();
     access::safe_point(t);
     take_obj(t, o.cast(), kind::ONCE);
+    if crate::model::active() {
+        // The initialiser runs under the model's events; another caller may block inside.
+        crate::leap::release_held(t);
+    }
     drop(e);
     // The turn is held until the next safe point, so the first turn holder enters the real
     // once first and runs the initialiser, in both modes.
@@ -258,7 +441,10 @@ unsafe fn sem_acquire(s: *mut sem_t, attempt: impl FnOnce() -> c_int) -> c_int {
     access::safe_point(t);
     if replaying() {
         let r = access::result(t, None) as u32 as i32;
-        if r == 0 {
+        if r == 0 && crate::model::active() {
+            model_acquire(t, s.cast(), kind::SEM, || unsafe { real::sem_wait(s) });
+            0
+        } else if r == 0 {
             take_obj(t, s.cast(), kind::SEM);
             blocking(t, || unsafe { real::sem_wait(s) });
             0
@@ -269,7 +455,11 @@ unsafe fn sem_acquire(s: *mut sem_t, attempt: impl FnOnce() -> c_int) -> c_int {
     } else {
         let r = blocking(t, attempt);
         // SAFETY: errno of this thread, set by the real call.
-        let err = if r == 0 { 0 } else { unsafe { *libc::__errno_location() } };
+        let err = if r == 0 {
+            0
+        } else {
+            unsafe { *libc::__errno_location() }
+        };
         access::result(t, Some(err as u32 as u64));
         if r == 0 {
             take_obj(t, s.cast(), kind::SEM);
@@ -292,12 +482,18 @@ pub unsafe extern "C" fn sem_timedwait(s: *mut sem_t, ts: *const timespec) -> c_
     unsafe { sem_acquire(s, || real::sem_timedwait(s, ts)) }
 }
 #[no_mangle]
-pub unsafe extern "C" fn sem_clockwait(s: *mut sem_t, clk: libc::clockid_t, ts: *const timespec) -> c_int {
+pub unsafe extern "C" fn sem_clockwait(
+    s: *mut sem_t,
+    clk: libc::clockid_t,
+    ts: *const timespec,
+) -> c_int {
     unsafe { sem_acquire(s, || real::sem_clockwait(s, clk, ts)) }
 }
 #[no_mangle]
 pub unsafe extern "C" fn sem_post(s: *mut sem_t) -> c_int {
-    let Some(e) = enter() else { return unsafe { real::sem_post(s) } };
+    let Some(e) = enter() else {
+        return unsafe { real::sem_post(s) };
+    };
     let t = e.t();
     access::safe_point(t);
     take_obj(t, s.cast(), kind::SEM);
@@ -318,7 +514,8 @@ extern "C-unwind" fn trampoline(arg: *mut c_void) -> *mut c_void {
     access::log_start(th);
     crate::sud::enable(th);
     // SAFETY: start_fn is the program's start routine, passed to pthread_create.
-    let f: extern "C-unwind" fn(*mut c_void) -> *mut c_void = unsafe { core::mem::transmute(th.start_fn) };
+    let f: extern "C-unwind" fn(*mut c_void) -> *mut c_void =
+        unsafe { core::mem::transmute(th.start_fn) };
     let r = f(th.start_arg as *mut c_void);
     crate::lifecycle::thread_end();
     r
@@ -331,7 +528,9 @@ pub unsafe extern "C" fn pthread_create(
     f: extern "C" fn(*mut c_void) -> *mut c_void,
     arg: *mut c_void,
 ) -> c_int {
-    let Some(e) = enter() else { return unsafe { real::pthread_create(th, attr, f, arg) } };
+    let Some(e) = enter() else {
+        return unsafe { real::pthread_create(th, attr, f, arg) };
+    };
     let t = e.t();
     access::safe_point(t);
     take_obj(t, core::ptr::addr_of!(CREATE_LOC).cast(), kind::CREATE);
@@ -374,18 +573,46 @@ pub unsafe extern "C" fn pthread_create(
     }
     let r = blocking(t, || unsafe {
         // SAFETY: trampoline has the C ABI expected; the C-unwind ABI is call-compatible.
-        let tr: extern "C" fn(*mut c_void) -> *mut c_void = core::mem::transmute(trampoline as extern "C-unwind" fn(*mut c_void) -> *mut c_void);
+        let tr: extern "C" fn(*mut c_void) -> *mut c_void =
+            core::mem::transmute(trampoline as extern "C-unwind" fn(*mut c_void) -> *mut c_void);
         real::pthread_create(th, &a, tr, child.cast())
     });
+    if r == 0 {
+        // SAFETY: th was filled by the successful real call; the slot is ours to annotate.
+        unsafe { (*child).pthread = *th as u64 };
+    }
     r
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_join(t: pthread_t, ret: *mut *mut c_void) -> c_int {
-    let Some(e) = enter() else { return unsafe { real::pthread_join(t, ret) } };
+    let Some(e) = enter() else {
+        return unsafe { real::pthread_join(t, ret) };
+    };
     let th = e.t();
     access::safe_point(th);
+    if crate::model::active() {
+        let n = state::NEXT_TID.load(Ordering::Relaxed);
+        // SAFETY: slots below NEXT_TID are initialised.
+        let child = (1..n).find(|&i| unsafe { (*state::slot(i)).pthread } == t as u64);
+        if let Some(c) = child {
+            let st = state::status(th.tid);
+            let r = crate::model::blocking_event(th, reprise_core::Op::Join(c), || {
+                st.state.store(ST_BLOCKED, Ordering::SeqCst);
+                let r = blocking_join(t, ret);
+                st.state.store(ST_RUNNING, Ordering::SeqCst);
+                r
+            });
+            access::count_event(th, 0, 0, kind::JOIN);
+            return r;
+        }
+    }
     blocking(th, || unsafe { real::pthread_join(t, ret) })
+}
+
+fn blocking_join(t: pthread_t, ret: *mut *mut c_void) -> c_int {
+    // SAFETY: forwarded unchanged.
+    unsafe { real::pthread_join(t, ret) }
 }
 
 /// A join whose success depends on timing: the outcome is a result; success is reproduced
@@ -411,7 +638,11 @@ pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void)
     unsafe { try_join(t, ret, || real::pthread_tryjoin_np(t, ret)) }
 }
 #[no_mangle]
-pub unsafe extern "C" fn pthread_timedjoin_np(t: pthread_t, ret: *mut *mut c_void, ts: *const timespec) -> c_int {
+pub unsafe extern "C" fn pthread_timedjoin_np(
+    t: pthread_t,
+    ret: *mut *mut c_void,
+    ts: *const timespec,
+) -> c_int {
     unsafe { try_join(t, ret, || real::pthread_timedjoin_np(t, ret, ts)) }
 }
 #[no_mangle]
@@ -429,7 +660,9 @@ pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
 /// Record performs the (possibly blocking) real acquire first, with nothing held.
 #[no_mangle]
 pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
-    let Some(e) = enter() else { return unsafe { real::__cxa_guard_acquire(g) } };
+    let Some(e) = enter() else {
+        return unsafe { real::__cxa_guard_acquire(g) };
+    };
     let t = e.t();
     access::safe_point(t);
     if replaying() {
@@ -437,7 +670,14 @@ pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
         let want = access::result(t, None) as u32 as c_int;
         let r = blocking(t, || unsafe { real::__cxa_guard_acquire(g) });
         if r != want {
-            access::diverge(t, t.events.load(Ordering::Relaxed), format_args!("thread {}: a function-local static's guard gave {r}, the recording {want}", t.tid));
+            access::diverge(
+                t,
+                t.events.load(Ordering::Relaxed),
+                format_args!(
+                    "thread {}: a function-local static's guard gave {r}, the recording {want}",
+                    t.tid
+                ),
+            );
         }
         r
     } else {
@@ -449,7 +689,9 @@ pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
 }
 #[no_mangle]
 pub unsafe extern "C" fn __cxa_guard_release(g: *mut u64) {
-    let Some(e) = enter() else { return unsafe { real::__cxa_guard_release(g) } };
+    let Some(e) = enter() else {
+        return unsafe { real::__cxa_guard_release(g) };
+    };
     let t = e.t();
     access::safe_point(t);
     take_obj(t, g.cast(), kind::ONCE);
@@ -458,7 +700,9 @@ pub unsafe extern "C" fn __cxa_guard_release(g: *mut u64) {
 }
 #[no_mangle]
 pub unsafe extern "C" fn __cxa_guard_abort(g: *mut u64) {
-    let Some(e) = enter() else { return unsafe { real::__cxa_guard_abort(g) } };
+    let Some(e) = enter() else {
+        return unsafe { real::__cxa_guard_abort(g) };
+    };
     let t = e.t();
     access::safe_point(t);
     take_obj(t, g.cast(), kind::ONCE);

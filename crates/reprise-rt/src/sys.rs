@@ -31,25 +31,59 @@ pub unsafe fn syscall6(n: i64, a1: u64, a2: u64, a3: u64, a4: u64, a5: u64, a6: 
 /// `futex(FUTEX_WAIT_PRIVATE)`: sleep while `*addr == val`.
 pub fn futex_wait(addr: &core::sync::atomic::AtomicU32, val: u32) {
     // SAFETY: addr is a valid, aligned u32 for the duration of the call; no timeout pointer.
-    unsafe { syscall6(libc::SYS_futex, addr.as_ptr() as u64, 128, val as u64, 0, 0, 0) };
+    unsafe {
+        syscall6(
+            libc::SYS_futex,
+            addr.as_ptr() as u64,
+            128,
+            val as u64,
+            0,
+            0,
+            0,
+        )
+    };
 }
 
 /// `futex(FUTEX_WAKE_PRIVATE)`: wake up to `n` waiters.
 pub fn futex_wake(addr: &core::sync::atomic::AtomicU32, n: i32) {
     // SAFETY: addr is a valid, aligned u32; wake reads nothing else.
-    unsafe { syscall6(libc::SYS_futex, addr.as_ptr() as u64, 129, n as u64, 0, 0, 0) };
+    unsafe {
+        syscall6(
+            libc::SYS_futex,
+            addr.as_ptr() as u64,
+            129,
+            n as u64,
+            0,
+            0,
+            0,
+        )
+    };
 }
 
 /// Map anonymous memory at exactly `addr` (fails rather than replacing a mapping).
 pub fn mmap_fixed(addr: u64, len: u64, prot: i32, fd: i32, shared: bool) -> Result<(), i64> {
     let mut flags = libc::MAP_FIXED_NOREPLACE | libc::MAP_NORESERVE;
-    flags |= if shared { libc::MAP_SHARED } else { libc::MAP_PRIVATE };
+    flags |= if shared {
+        libc::MAP_SHARED
+    } else {
+        libc::MAP_PRIVATE
+    };
     if fd < 0 {
         flags |= libc::MAP_ANONYMOUS;
     }
     // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping, so no memory the program
     // or runtime uses can be clobbered; the kernel validates the rest.
-    let r = unsafe { syscall6(libc::SYS_mmap, addr, len, prot as u64, flags as u64, fd as i64 as u64, 0) };
+    let r = unsafe {
+        syscall6(
+            libc::SYS_mmap,
+            addr,
+            len,
+            prot as u64,
+            flags as u64,
+            fd as i64 as u64,
+            0,
+        )
+    };
     if r < 0 {
         Err(r)
     } else if r as u64 != addr {
@@ -72,7 +106,17 @@ pub fn mprotect(addr: u64, len: u64, prot: i32) -> i64 {
 pub fn write_all(fd: i32, mut buf: &[u8]) -> bool {
     while !buf.is_empty() {
         // SAFETY: buf is a valid slice for its length.
-        let r = unsafe { syscall6(libc::SYS_write, fd as u64, buf.as_ptr() as u64, buf.len() as u64, 0, 0, 0) };
+        let r = unsafe {
+            syscall6(
+                libc::SYS_write,
+                fd as u64,
+                buf.as_ptr() as u64,
+                buf.len() as u64,
+                0,
+                0,
+                0,
+            )
+        };
         if r == -(libc::EINTR as i64) {
             continue;
         }
@@ -88,7 +132,17 @@ pub fn write_all(fd: i32, mut buf: &[u8]) -> bool {
 pub fn fd_size(fd: i32) -> Option<u64> {
     // SAFETY: st is a properly sized out-buffer for fstat.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
-    let r = unsafe { syscall6(libc::SYS_fstat, fd as u64, &mut st as *mut _ as u64, 0, 0, 0, 0) };
+    let r = unsafe {
+        syscall6(
+            libc::SYS_fstat,
+            fd as u64,
+            &mut st as *mut _ as u64,
+            0,
+            0,
+            0,
+            0,
+        )
+    };
     if r < 0 {
         None
     } else {
@@ -104,7 +158,10 @@ pub fn yield_now() {
 
 /// Sleep for `ns` nanoseconds (runtime-internal; replay never asks the clock for the program).
 pub fn sleep_ns(ns: u64) {
-    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as i64, tv_nsec: (ns % 1_000_000_000) as i64 };
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as i64,
+        tv_nsec: (ns % 1_000_000_000) as i64,
+    };
     // SAFETY: ts is a valid timespec; no remainder pointer.
     unsafe { syscall6(libc::SYS_nanosleep, &ts as *const _ as u64, 0, 0, 0, 0, 0) };
 }

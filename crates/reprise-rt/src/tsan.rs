@@ -28,6 +28,17 @@ pub fn on_access(addr: usize, size: usize, k: u64) {
 #[inline(always)]
 fn take_for(t: &mut crate::state::Thread, addr: usize, size: usize, k: u64) {
     let g0 = addr >> 3;
+    if crate::model::active() {
+        // A model strategy sees one location per access (a ranged access: its first granule).
+        let k = if (addr + size - 1) >> 3 != g0 {
+            kind::RANGE
+        } else {
+            k
+        };
+        crate::model::event(t, || crate::model::op_for(k, g0 as u64));
+        access::count_event(t, 0, 0, k);
+        return;
+    }
     let g1 = (addr + size - 1) >> 3;
     if g0 == g1 {
         let s = leap::stripe_of_granule(g0);
@@ -222,23 +233,59 @@ pub unsafe extern "C" fn __tsan_atomic128_load(a: *mut u128, _mo: i32) -> u128 {
 #[no_mangle]
 pub unsafe extern "C" fn __tsan_atomic128_store(a: *mut u128, v: u128, _mo: i32) {
     // SAFETY: as above.
-    atomic(a as usize, 16, || with128(|| unsafe { a.write_volatile(v); v }));
+    atomic(a as usize, 16, || {
+        with128(|| unsafe {
+            a.write_volatile(v);
+            v
+        })
+    });
 }
 #[no_mangle]
-pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_val(a: *mut u128, c: u128, v: u128, _mo: i32, _fmo: i32) -> u128 {
+pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_val(
+    a: *mut u128,
+    c: u128,
+    v: u128,
+    _mo: i32,
+    _fmo: i32,
+) -> u128 {
     // SAFETY: as above.
-    atomic(a as usize, 16, || with128(|| unsafe { let o = a.read_volatile(); if o == c { a.write_volatile(v) }; o }))
+    atomic(a as usize, 16, || {
+        with128(|| unsafe {
+            let o = a.read_volatile();
+            if o == c {
+                a.write_volatile(v)
+            };
+            o
+        })
+    })
 }
 #[no_mangle]
-pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_strong(a: *mut u128, c: *mut u128, v: u128, mo: i32, fmo: i32) -> i32 {
+pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_strong(
+    a: *mut u128,
+    c: *mut u128,
+    v: u128,
+    mo: i32,
+    fmo: i32,
+) -> i32 {
     // SAFETY: `c` is the caller's expected-value slot.
     unsafe {
         let old = __tsan_atomic128_compare_exchange_val(a, *c, v, mo, fmo);
-        if old == *c { 1 } else { *c = old; 0 }
+        if old == *c {
+            1
+        } else {
+            *c = old;
+            0
+        }
     }
 }
 #[no_mangle]
-pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_weak(a: *mut u128, c: *mut u128, v: u128, mo: i32, fmo: i32) -> i32 {
+pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_weak(
+    a: *mut u128,
+    c: *mut u128,
+    v: u128,
+    mo: i32,
+    fmo: i32,
+) -> i32 {
     // SAFETY: as above.
     unsafe { __tsan_atomic128_compare_exchange_strong(a, c, v, mo, fmo) }
 }
@@ -255,6 +302,13 @@ fn ranged(dst: usize, src: usize, n: usize) {
     access::fold_pending(t);
     access::jitter(t);
     let d = (dst >> 3, (dst + n - 1) >> 3);
+    if crate::model::active() {
+        crate::model::event(t, || crate::model::op_for(kind::RANGE, d.0 as u64));
+        access::count_event(t, 0, 0, kind::RANGE);
+        t.pending_addr = dst;
+        t.pending_size = n.min(64);
+        return;
+    }
     let h = if src != 0 {
         leap::take_ranges(t, &[d, (src >> 3, (src + n - 1) >> 3)])
     } else {

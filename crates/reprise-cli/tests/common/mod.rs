@@ -13,7 +13,10 @@ pub fn reprise() -> PathBuf {
 
 /// Repository root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// One line of tests/programs/manifest.txt.
@@ -40,14 +43,21 @@ pub fn manifest(dir: &str) -> Vec<Program> {
                 cplusplus: f[2] == "c++",
                 racy: f[3] == "yes",
                 crashes: f[4] == "yes",
-                args: if f.len() > 5 && f[5] != "-" { f[5..].iter().map(|s| s.to_string()).collect() } else { vec![] },
+                args: if f.len() > 5 && f[5] != "-" {
+                    f[5..].iter().map(|s| s.to_string()).collect()
+                } else {
+                    vec![]
+                },
             }
         })
         .collect()
 }
 
 pub fn program(name: &str) -> Program {
-    manifest("tests/programs").into_iter().find(|p| p.name == name).unwrap_or_else(|| panic!("no program {name}"))
+    manifest("tests/programs")
+        .into_iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no program {name}"))
 }
 
 /// A scratch directory that also holds the traces (REPRISE_TRACE_DIR).
@@ -57,14 +67,17 @@ pub struct Work {
 
 impl Work {
     pub fn new() -> Work {
-        Work { dir: tempfile::tempdir().unwrap() }
+        Work {
+            dir: tempfile::tempdir().unwrap(),
+        }
     }
     pub fn path(&self, p: &str) -> PathBuf {
         self.dir.path().join(p)
     }
     pub fn cmd(&self) -> Command {
         let mut c = Command::new(reprise());
-        c.current_dir(self.dir.path()).env("REPRISE_TRACE_DIR", self.path("traces"));
+        c.current_dir(self.dir.path())
+            .env("REPRISE_TRACE_DIR", self.path("traces"));
         c
     }
     /// Build `p` with `reprise cc`/`c++` (compiler: "gcc" or "clang"); returns the binary name.
@@ -80,7 +93,12 @@ impl Work {
             c.arg("-std=c++17");
         }
         let o = c.output().unwrap();
-        assert!(o.status.success(), "building {} failed:\n{}", p.name, String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "building {} failed:\n{}",
+            p.name,
+            String::from_utf8_lossy(&o.stderr)
+        );
         out
     }
 }
@@ -88,7 +106,9 @@ impl Work {
 /// Run `cmd` with a hard time limit (a hang is a failure, never a silent pass).
 pub fn run_limited(mut cmd: Command, limit: Duration) -> Output {
     use std::io::Read;
-    cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).stdin(std::process::Stdio::null());
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .stdin(std::process::Stdio::null());
     let mut child = cmd.spawn().unwrap();
     let mut so = child.stdout.take().unwrap();
     let mut se = child.stderr.take().unwrap();
@@ -113,13 +133,19 @@ pub fn run_limited(mut cmd: Command, limit: Duration) -> Output {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    Output { status, stdout: t1.join().unwrap(), stderr: t2.join().unwrap() }
+    Output {
+        status,
+        stdout: t1.join().unwrap(),
+        stderr: t2.join().unwrap(),
+    }
 }
 
 /// Shell-style status (128+signal for a signal death).
 pub fn shell_status(o: &Output) -> i32 {
     use std::os::unix::process::ExitStatusExt;
-    o.status.code().unwrap_or_else(|| 128 + o.status.signal().unwrap_or(0))
+    o.status
+        .code()
+        .unwrap_or_else(|| 128 + o.status.signal().unwrap_or(0))
 }
 
 /// A recording: the trace path, the program's stdout and status.
@@ -133,12 +159,30 @@ pub struct Recorded {
 pub fn record(w: &Work, bin: &str, args: &[String], trace: &str, extra: &[&str]) -> Recorded {
     let mut c = w.cmd();
     let t = w.path(trace);
-    c.arg("record").arg("-o").arg(&t).args(extra).arg("--").arg(format!("./{bin}")).args(args);
+    c.arg("record")
+        .arg("-o")
+        .arg(&t)
+        .args(extra)
+        .arg("--")
+        .arg(format!("./{bin}"))
+        .args(args);
     let o = run_limited(c, Duration::from_secs(120));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(&format!("reprise: trace saved to {}", t.display())), "record did not report its trace:\n{err}");
-    let prog_err: Vec<u8> = err.lines().filter(|l| !l.starts_with("reprise:")).flat_map(|l| format!("{l}\n").into_bytes()).collect();
-    Recorded { trace: t, stdout: o.stdout.clone(), stderr: prog_err, status: shell_status(&o) }
+    assert!(
+        err.contains(&format!("reprise: trace saved to {}", t.display())),
+        "record did not report its trace:\n{err}"
+    );
+    let prog_err: Vec<u8> = err
+        .lines()
+        .filter(|l| !l.starts_with("reprise:"))
+        .flat_map(|l| format!("{l}\n").into_bytes())
+        .collect();
+    Recorded {
+        trace: t,
+        stdout: o.stdout.clone(),
+        stderr: prog_err,
+        status: shell_status(&o),
+    }
 }
 
 /// How to run a replay.
@@ -154,7 +198,8 @@ pub fn replay_verified(w: &Work, r: &Recorded, how: How) {
     let c = match how {
         How::OneCpu => {
             let mut c = Command::new("taskset");
-            c.current_dir(w.dir.path()).env("REPRISE_TRACE_DIR", w.path("traces"));
+            c.current_dir(w.dir.path())
+                .env("REPRISE_TRACE_DIR", w.path("traces"));
             c.args(["-c", "0"]).arg(reprise());
             c
         }
@@ -173,10 +218,24 @@ pub fn replay_verified(w: &Work, r: &Recorded, how: How) {
         r.trace.display(),
         shell_status(&o)
     );
-    assert_eq!(o.stdout, r.stdout, "replay ({how:?}) stdout differs from the recording");
-    let prog_err: Vec<u8> = err.lines().filter(|l| !l.starts_with("reprise:")).flat_map(|l| format!("{l}\n").into_bytes()).collect();
-    assert_eq!(prog_err, r.stderr, "replay ({how:?}) stderr differs from the recording");
-    assert_eq!(shell_status(&o), r.status, "replay ({how:?}) exit status differs from the recording");
+    assert_eq!(
+        o.stdout, r.stdout,
+        "replay ({how:?}) stdout differs from the recording"
+    );
+    let prog_err: Vec<u8> = err
+        .lines()
+        .filter(|l| !l.starts_with("reprise:"))
+        .flat_map(|l| format!("{l}\n").into_bytes())
+        .collect();
+    assert_eq!(
+        prog_err, r.stderr,
+        "replay ({how:?}) stderr differs from the recording"
+    );
+    assert_eq!(
+        shell_status(&o),
+        r.status,
+        "replay ({how:?}) exit status differs from the recording"
+    );
 }
 
 /// Replay expecting failure: exit 125, a `reprise:` reason, never `verified`.
@@ -185,8 +244,18 @@ pub fn replay_rejected(w: &Work, trace: &Path) -> String {
     c.arg("replay").arg(trace).args(["--timeout", "30"]);
     let o = run_limited(c, Duration::from_secs(120));
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(!err.contains("replay verified"), "a damaged trace replayed as verified:\n{err}");
-    assert_eq!(shell_status(&o), 125, "a damaged trace must exit 125:\n{err}");
-    assert!(err.lines().any(|l| l.starts_with("reprise: ")), "no reason given:\n{err}");
+    assert!(
+        !err.contains("replay verified"),
+        "a damaged trace replayed as verified:\n{err}"
+    );
+    assert_eq!(
+        shell_status(&o),
+        125,
+        "a damaged trace must exit 125:\n{err}"
+    );
+    assert!(
+        err.lines().any(|l| l.starts_with("reprise: ")),
+        "no reason given:\n{err}"
+    );
     err
 }

@@ -1,0 +1,294 @@
+//! AggrePlay (seed 000) and TPLAY (seed 003) on real threads, run through the models of
+//! `reprise-core` (the same code the simulator measures).
+//!
+//! The models are global state machines, so every event takes one runtime-private global
+//! lock `G`, and, as LEAP's stripes do, keeps it until the thread's next safe point: the
+//! callback precedes the access, and only holding `G` until the access completes makes the
+//! order the model observes the real order (the simulator's "atomic" substrate, where both
+//! seeds were measured). Recording calls the model's recorder; replay asks the model's
+//! replayer whether the thread may perform its next event, parks on a futex otherwise, and
+//! also re-records, so the launcher compares the two logs. Blocking acquisitions in replay
+//! wait for their turn, release `G`, block in the real call, then take `G` again and tell the
+//! model. Locations are 8-byte granules, locks are object addresses, thread ids are the
+//! runtime's deterministic ids. Joins are not modelled (AggrePlay ignores them; for TPLAY
+//! this loses join edges in atomicity-violation detection).
+#![allow(unsafe_code)]
+
+use crate::state::{self, Thread};
+use crate::sys;
+use core::sync::atomic::{AtomicU32, Ordering};
+use reprise_core::aggreplay::{AggrePlay, AggrePlayLog, AggrePlayRecorder, AggrePlayReplayer};
+use reprise_core::tplay::{Tplay, TplayLog, TplayRecorder, TplayReplayer};
+use reprise_core::{Event, Op, Recorder, Replayer, Strategy};
+use reprise_proto::*;
+
+/// Which model runs: 0 none (LEAP), 1 AggrePlay, 2 TPLAY.
+static WHICH: AtomicU32 = AtomicU32::new(0);
+/// The global lock: 0 free, 1 held, 2 held with waiters.
+static G: AtomicU32 = AtomicU32::new(0);
+/// Bumped at every model step, so parked threads re-check.
+static STEP: AtomicU32 = AtomicU32::new(0);
+static PARKED: AtomicU32 = AtomicU32::new(0);
+
+/// `held` value meaning "holds the global model lock".
+pub const HELD_G: u32 = u32::MAX - 1;
+
+enum Rec {
+    Agg(AggrePlayRecorder),
+    Tp(TplayRecorder),
+}
+enum Rep {
+    Agg(AggrePlayReplayer),
+    Tp(TplayReplayer),
+}
+struct Models {
+    rec: Option<Rec>,
+    rep: Option<Rep>,
+}
+static mut MODELS: Models = Models {
+    rec: None,
+    rep: None,
+};
+
+/// Whether a model strategy runs.
+#[inline(always)]
+pub fn active() -> bool {
+    WHICH.load(Ordering::Relaxed) != 0
+}
+
+fn models() -> &'static mut Models {
+    // SAFETY: MODELS is only touched under G (or at init, before other threads exist).
+    unsafe { &mut *core::ptr::addr_of_mut!(MODELS) }
+}
+
+/// Set up at init from the config flags (replay: with the recorded log).
+pub fn init(flags: u64, log: &[u8], replay: bool) -> Result<(), &'static str> {
+    let which = if flags & FLAG_AGGREPLAY != 0 {
+        1
+    } else if flags & FLAG_TPLAY != 0 {
+        2
+    } else {
+        return Ok(());
+    };
+    let m = models();
+    m.rec = Some(if which == 1 {
+        Rec::Agg(AggrePlay.recorder())
+    } else {
+        Rec::Tp(Tplay.recorder())
+    });
+    if replay {
+        m.rep = Some(if which == 1 {
+            let l: AggrePlayLog =
+                serde_json::from_slice(log).map_err(|_| "the AggrePlay log is corrupt")?;
+            Rep::Agg(AggrePlay.replayer(&l))
+        } else {
+            let l: TplayLog =
+                serde_json::from_slice(log).map_err(|_| "the TPLAY log is corrupt")?;
+            Rep::Tp(Tplay.replayer(&l))
+        });
+    }
+    WHICH.store(which, Ordering::SeqCst);
+    Ok(())
+}
+
+fn lock_g() {
+    // Spin briefly with 0 -> 1; then Drepper's protocol: once a thread may sleep it only ever
+    // takes the lock as 2, so an unlock never misses a sleeper.
+    for _ in 0..100 {
+        if G.load(Ordering::Relaxed) == 0
+            && G.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            return;
+        }
+        core::hint::spin_loop();
+    }
+    while G.swap(2, Ordering::Acquire) != 0 {
+        let _e = sys::ErrnoGuard::new();
+        sys::futex_wait(&G, 2);
+    }
+}
+
+fn unlock_g() {
+    if G.swap(0, Ordering::Release) == 2 {
+        let _e = sys::ErrnoGuard::new();
+        sys::futex_wake(&G, 1);
+    }
+}
+
+fn bump() {
+    STEP.fetch_add(1, Ordering::SeqCst);
+    if PARKED.load(Ordering::SeqCst) != 0 {
+        let _e = sys::ErrnoGuard::new();
+        sys::futex_wake(&STEP, i32::MAX);
+    }
+}
+
+/// Release G if `t` holds it (the safe point).
+#[inline(always)]
+pub fn release(t: &mut Thread) {
+    if t.held == HELD_G {
+        t.held = NO_STRIPE;
+        unlock_g();
+    }
+}
+
+fn observe(t: &Thread, op: Op) {
+    let e = Event {
+        thread: t.tid,
+        op,
+        value: 0,
+    };
+    match models().rec.as_mut() {
+        Some(Rec::Agg(r)) => r.observe(&e),
+        Some(Rec::Tp(r)) => r.observe(&e),
+        None => {}
+    }
+}
+
+fn may(t: &Thread, op: &Op) -> bool {
+    match models().rep.as_ref() {
+        Some(Rep::Agg(r)) => r.may_proceed(t.tid, op),
+        Some(Rep::Tp(r)) => r.may_proceed(t.tid, op),
+        None => true,
+    }
+}
+
+fn enter_rep(t: &Thread, op: &Op) {
+    match models().rep.as_mut() {
+        Some(Rep::Agg(r)) => r.enter(t.tid, op),
+        Some(Rep::Tp(r)) => r.enter(t.tid, op),
+        None => {}
+    }
+}
+
+fn proceed(t: &Thread, op: &Op) {
+    match models().rep.as_mut() {
+        Some(Rep::Agg(r)) => r.proceed(t.tid, op),
+        Some(Rep::Tp(r)) => r.proceed(t.tid, op),
+        None => {}
+    }
+}
+
+/// Replay: with G held, wait until the model lets `t` perform `op` (G held on return).
+fn wait_may(t: &Thread, op: &Op) {
+    let replay = state::REPLAY.load(Ordering::Relaxed);
+    if !replay {
+        return;
+    }
+    enter_rep(t, op);
+    let mut waited = false;
+    while !may(t, op) {
+        if !waited {
+            let st = state::status(t.tid);
+            st.events
+                .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+            st.waits_for.store(u32::MAX - 1, Ordering::Relaxed);
+            st.state.store(ST_WAIT_TURN, Ordering::SeqCst);
+            waited = true;
+        }
+        let s = STEP.load(Ordering::SeqCst);
+        unlock_g();
+        PARKED.fetch_add(1, Ordering::SeqCst);
+        if STEP.load(Ordering::SeqCst) == s {
+            let _e = sys::ErrnoGuard::new();
+            sys::futex_wait(&STEP, s);
+        }
+        PARKED.fetch_sub(1, Ordering::SeqCst);
+        lock_g();
+    }
+    if waited {
+        state::status(t.tid)
+            .state
+            .store(ST_RUNNING, Ordering::SeqCst);
+    }
+}
+
+/// One event: take G (released at the thread's next safe point), wait for the model's
+/// permission in replay, then tell the model. `op` is computed under G.
+pub fn event(t: &mut Thread, op: impl Fn() -> Op) {
+    crate::leap::release_held(t);
+    lock_g();
+    t.held = HELD_G;
+    let o = op();
+    wait_may(t, &o);
+    if state::REPLAY.load(Ordering::Relaxed) {
+        proceed(t, &o);
+    }
+    observe(t, o);
+    bump();
+}
+
+/// A blocking acquisition in replay: wait for permission, release G, perform `f` (the real
+/// blocking call), then take G and tell the model. While recording: `f` first, then the event.
+pub fn blocking_event<R>(t: &mut Thread, op: Op, f: impl FnOnce() -> R) -> R {
+    crate::leap::release_held(t);
+    if !state::REPLAY.load(Ordering::Relaxed) {
+        let r = f();
+        event(t, || op);
+        return r;
+    }
+    lock_g();
+    wait_may(t, &op);
+    unlock_g();
+    let r = f();
+    lock_g();
+    t.held = HELD_G;
+    proceed(t, &op);
+    observe(t, op);
+    bump();
+    r
+}
+
+/// The operation of an access of `kind` (see access::kind) at granule `g`.
+pub fn op_for(kind: u64, g: u64) -> Op {
+    use crate::access::kind::*;
+    match kind {
+        READ => Op::Read(g),
+        WRITE => Op::Write(g),
+        _ => Op::Rmw(g),
+    }
+}
+
+/// At the end of the process (G is taken; every other thread parks): send the log.
+pub fn finish() {
+    if !active() {
+        return;
+    }
+    lock_g();
+    let m = models();
+    let json = match m.rec.take() {
+        Some(Rec::Agg(r)) => serde_json::to_vec(&r.finish()),
+        Some(Rec::Tp(r)) => serde_json::to_vec(&r.finish()),
+        None => return,
+    };
+    let Ok(json) = json else { return };
+    let mut frame = [0u8; FRAME_HDR + 60000];
+    for piece in json.chunks(60000) {
+        put_frame_header(&mut frame, F_MODEL, piece.len());
+        frame[FRAME_HDR..FRAME_HDR + piece.len()].copy_from_slice(piece);
+        crate::channel::send(&frame[..FRAME_HDR + piece.len()]);
+    }
+}
+
+/// A thread finished (its start routine returned): the models count it as done.
+pub fn thread_exit(t: &mut Thread) {
+    if !active() {
+        return;
+    }
+    crate::leap::release_held(t);
+    lock_g();
+    let m = models();
+    match m.rec.as_mut() {
+        Some(Rec::Agg(r)) => r.thread_exit(t.tid),
+        Some(Rec::Tp(r)) => r.thread_exit(t.tid),
+        None => {}
+    }
+    match m.rep.as_mut() {
+        Some(Rep::Agg(r)) => r.thread_exit(t.tid),
+        Some(Rep::Tp(r)) => r.thread_exit(t.tid),
+        None => {}
+    }
+    bump();
+    unlock_g();
+}
