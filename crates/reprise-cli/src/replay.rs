@@ -97,15 +97,16 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
             "the trace holds no runtime events: the program was not built with `reprise cc`",
         );
     }
-    let strategy_flag =
-        match header.strategy.as_str() {
-            "leap" => 0,
-            "aggreplay" => reprise_proto::FLAG_AGGREPLAY,
-            "tplay" => reprise_proto::FLAG_TPLAY,
-            other => return fail(format!(
+    let strategy_flag = match header.strategy.as_str() {
+        "leap" => 0,
+        "aggreplay" => reprise_proto::FLAG_AGGREPLAY,
+        "tplay" => reprise_proto::FLAG_TPLAY,
+        other => {
+            return fail(format!(
                 "the trace was recorded with strategy `{other}`, which this reprise cannot replay"
-            )),
-        };
+            ))
+        }
+    };
     if strategy_flag != 0 && rec.model_log.is_empty() {
         return fail(format!(
             "the trace has no {} log (the recording did not end normally)",

@@ -1,0 +1,89 @@
+//! The seeds' strategies on real threads: `reprise record --strategy aggreplay|tplay` records
+//! the test programs with their output and status, and every replay either verifies or ends
+//! with exit 125 and a reason (a strategy that cannot replay a run exactly must say so, never
+//! hang and never claim `verified`). AggrePlay replays a program whose races it fully orders.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+fn replay_outcome(w: &Work, r: &Recorded) -> bool {
+    let mut c = w.cmd();
+    c.arg("replay").arg(&r.trace).args(["--timeout", "20"]);
+    let o = run_limited(c, Duration::from_secs(120));
+    let err = String::from_utf8_lossy(&o.stderr);
+    if err.contains("reprise: replay verified") {
+        assert_eq!(
+            o.stdout, r.stdout,
+            "a verified replay must reproduce stdout"
+        );
+        assert_eq!(shell_status(&o), r.status);
+        true
+    } else {
+        assert_eq!(
+            shell_status(&o),
+            125,
+            "an unverified replay must exit 125:\n{err}"
+        );
+        assert!(
+            err.lines().any(|l| l.starts_with("reprise: replay")),
+            "no reason given:\n{err}"
+        );
+        false
+    }
+}
+
+#[test]
+fn model_strategies_record_and_replay_or_say_why() {
+    for name in ["counter_race", "bank", "prodcons", "stencil", "cxx_threads"] {
+        let p = program(name);
+        let w = Work::new();
+        let bin = w.build(&p, "gcc");
+        for strategy in ["aggreplay", "tplay"] {
+            for i in 0..3 {
+                let r = record(
+                    &w,
+                    &bin,
+                    &p.args,
+                    &format!("{strategy}-{i}.trace"),
+                    &["--strategy", strategy],
+                );
+                assert_eq!(r.status, 0, "{name} under {strategy} did not exit 0");
+                assert!(!r.stdout.is_empty());
+                replay_outcome(&w, &r);
+            }
+        }
+    }
+}
+
+#[test]
+fn aggreplay_replays_order_violation() {
+    let p = program("order_violation");
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    for i in 0..5 {
+        let r = record(
+            &w,
+            &bin,
+            &p.args,
+            &format!("a-{i}.trace"),
+            &["--strategy", "aggreplay"],
+        );
+        assert!(
+            replay_outcome(&w, &r),
+            "AggrePlay did not replay order_violation recording {i}"
+        );
+    }
+}
+
+#[test]
+fn unknown_strategy_is_a_clear_error() {
+    let p = program("order_violation");
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let mut c = w.cmd();
+    c.args(["record", "--strategy", "nosuch", "--", &format!("./{bin}")]);
+    let o = run_limited(c, Duration::from_secs(60));
+    assert_ne!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown strategy `nosuch`"));
+}
