@@ -115,3 +115,21 @@ fn hash_reads_detects_a_changed_file() {
     let why = replay_rejected(&w, &r.trace);
     assert!(why.contains("changed since the recording"), "{why}");
 }
+
+/// A recorded process that forks and calls system(): the children run unrecorded, unharmed
+/// (no inherited rdtsc trap, no runtime descriptors), and the parent replays verified.
+#[test]
+fn fork_and_system_children_run_unrecorded() {
+    let p = program("fork_system");
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    for i in 0..3 {
+        let r = record(&w, &bin, &p.args, &format!("f-{i}.trace"), &[]);
+        let out = String::from_utf8_lossy(&r.stdout);
+        assert!(
+            out.contains("from-system") && out.contains("child=3") && out.contains("system=0"),
+            "{out}"
+        );
+        replay_verified(&w, &r, How::Plain);
+    }
+}

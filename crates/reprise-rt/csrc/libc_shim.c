@@ -692,3 +692,30 @@ ssize_t getrandom(void *buf, size_t n, unsigned flags)
     if (r > 0) reprise_io_data(buf, (size_t)r);
     return r;
 }
+
+/* ---- starting other programs ----------------------------------------------------------------
+ * rdtsc trapping is inherited by child processes and kept across exec: lift it around the calls
+ * that start another program, so that program never dies of the runtime's trap. */
+#include <spawn.h>
+extern void reprise_tsc_trap(int on);
+
+#define SPAWNING(ret, name, params, args)     \
+    ret name params                            \
+    {                                          \
+        REAL(ret, name, params);               \
+        reprise_safe_point();                  \
+        reprise_tsc_trap(0);                   \
+        ret r = real_##name args;              \
+        int e = errno;                         \
+        reprise_tsc_trap(1);                   \
+        errno = e;                             \
+        return r;                              \
+    }
+SPAWNING(int, system, (const char *c), (c))
+SPAWNING(FILE *, popen, (const char *c, const char *m), (c, m))
+SPAWNING(int, posix_spawn, (pid_t *p, const char *f, const posix_spawn_file_actions_t *a, const posix_spawnattr_t *at, char *const av[], char *const ev[]), (p, f, a, at, av, ev))
+SPAWNING(int, posix_spawnp, (pid_t *p, const char *f, const posix_spawn_file_actions_t *a, const posix_spawnattr_t *at, char *const av[], char *const ev[]), (p, f, a, at, av, ev))
+SPAWNING(int, execve, (const char *f, char *const av[], char *const ev[]), (f, av, ev))
+SPAWNING(int, execv, (const char *f, char *const av[]), (f, av))
+SPAWNING(int, execvp, (const char *f, char *const av[]), (f, av))
+SPAWNING(int, execvpe, (const char *f, char *const av[], char *const ev[]), (f, av, ev))

@@ -21,6 +21,7 @@ pub fn after_init() {
     // with a valid sigaction; neither touches program state.
     unsafe {
         libc::atexit(at_exit);
+        libc::pthread_atfork(None, None, Some(in_fork_child));
         for sig in [
             libc::SIGSEGV,
             libc::SIGBUS,
@@ -37,6 +38,21 @@ pub fn after_init() {
         }
     }
     crate::sud::install_handler();
+    // The runtime's descriptors are not for programs this one starts.
+    for fd in [FD_CONFIG, FD_CHANNEL, FD_STATUS, FD_LOG] {
+        // SAFETY: fcntl on the runtime's own descriptors.
+        unsafe {
+            sys::syscall6(
+                libc::SYS_fcntl,
+                fd as u64,
+                libc::F_SETFD as u64,
+                libc::FD_CLOEXEC as u64,
+                0,
+                0,
+                0,
+            )
+        };
+    }
     // rdtsc/rdtscp trap (SIGSEGV) so their values are recorded and replayed; inherited by
     // every thread created afterwards.
     // SAFETY: prctl with constant arguments.
@@ -214,6 +230,43 @@ pub fn thread_end() {
     st.events
         .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
     st.state.store(ST_EXITED, Ordering::SeqCst);
+}
+
+/// A fork child runs unrecorded (one process is recorded): the runtime turns off in it, and
+/// its descriptors to the launcher close on exec, so a program it execs is not recorded into
+/// this trace either.
+extern "C" fn in_fork_child() {
+    state::set_mode(state::M_OFF);
+    reprise_tsc_trap(0);
+    crate::say!("a forked child runs unrecorded (only the parent process is recorded)");
+}
+
+/// Trap `rdtsc` in the calling thread (1) or not (0). The setting is inherited by child
+/// processes and kept across exec, so it is lifted around fork/exec/spawn: another program
+/// must not die of our trap.
+#[no_mangle]
+pub extern "C" fn reprise_tsc_trap(on: i32) {
+    let m = state::mode();
+    if on != 0 && !(m == state::M_RECORD || m == state::M_REPLAY) {
+        return;
+    }
+    let v = if on != 0 {
+        libc::PR_TSC_SIGSEGV
+    } else {
+        libc::PR_TSC_ENABLE
+    };
+    // SAFETY: prctl with constant arguments, affecting only the calling thread.
+    unsafe {
+        sys::syscall6(
+            libc::SYS_prctl,
+            libc::PR_SET_TSC as u64,
+            v as u64,
+            0,
+            0,
+            0,
+            0,
+        )
+    };
 }
 
 extern "C" fn at_exit() {
