@@ -104,82 +104,26 @@ fn emulate_tsc(ctx: *mut libc::c_void) -> bool {
     } else {
         crate::entry::enter()
     };
-    if entry.is_none() {
-        let mut aux = 0u32;
-        // SAFETY: as below, a native read with the TSC enabled for an instant.
-        let v = unsafe {
-            sys::syscall6(
-                libc::SYS_prctl,
-                libc::PR_SET_TSC as u64,
-                libc::PR_TSC_ENABLE as u64,
-                0,
-                0,
-                0,
-                0,
-            );
-            let v = if len == 2 {
-                core::arch::x86_64::_rdtsc()
-            } else {
-                core::arch::x86_64::__rdtscp(&mut aux)
-            };
-            sys::syscall6(
-                libc::SYS_prctl,
-                libc::PR_SET_TSC as u64,
-                libc::PR_TSC_SIGSEGV as u64,
-                0,
-                0,
-                0,
-                0,
-            );
-            v
-        };
-        g[libc::REG_RAX as usize] = (v & 0xffff_ffff) as i64;
-        g[libc::REG_RDX as usize] = (v >> 32) as i64;
-        if len == 3 {
-            g[libc::REG_RCX as usize] = aux as i64;
+    let (v, aux) = match &entry {
+        None => {
+            let (v, aux) = read_tsc(len);
+            (v, aux as u64)
         }
-        g[libc::REG_RIP as usize] = (rip + len) as i64;
-        return true;
-    }
-    let e = entry.unwrap();
-    let t = e.t();
-    access::fold_pending(t);
-    let (v, aux) = if state::REPLAY.load(Ordering::Relaxed) {
-        (access::result(t, None), access::result(t, None))
-    } else {
-        let mut aux = 0u32;
-        // SAFETY: enabling the TSC for this thread only long enough to read it.
-        let v = unsafe {
-            sys::syscall6(
-                libc::SYS_prctl,
-                libc::PR_SET_TSC as u64,
-                libc::PR_TSC_ENABLE as u64,
-                0,
-                0,
-                0,
-                0,
-            );
-            let v = if len == 2 {
-                core::arch::x86_64::_rdtsc()
+        Some(e) => {
+            let t = e.t();
+            access::fold_pending(t);
+            if state::REPLAY.load(Ordering::Relaxed) {
+                (access::result(t, None), access::result(t, None))
             } else {
-                core::arch::x86_64::__rdtscp(&mut aux)
-            };
-            sys::syscall6(
-                libc::SYS_prctl,
-                libc::PR_SET_TSC as u64,
-                libc::PR_TSC_SIGSEGV as u64,
-                0,
-                0,
-                0,
-                0,
-            );
-            v
-        };
-        (
-            access::result(t, Some(v)),
-            access::result(t, Some(aux as u64)),
-        )
+                let (v, aux) = read_tsc(len);
+                (
+                    access::result(t, Some(v)),
+                    access::result(t, Some(aux as u64)),
+                )
+            }
+        }
     };
+    drop(entry);
     g[libc::REG_RAX as usize] = (v & 0xffff_ffff) as i64;
     g[libc::REG_RDX as usize] = (v >> 32) as i64;
     if len == 3 {
@@ -187,6 +131,23 @@ fn emulate_tsc(ctx: *mut libc::c_void) -> bool {
     }
     g[libc::REG_RIP as usize] = (rip + len) as i64;
     true
+}
+
+/// Read the TSC natively (`rdtsc` for the 2-byte instruction, `rdtscp` for the 3-byte one),
+/// lifting the trap for this thread only for the instant of the read.
+fn read_tsc(len: usize) -> (u64, u32) {
+    let mut aux = 0u32;
+    reprise_tsc_trap(0);
+    // SAFETY: the TSC is enabled for this thread; both instructions exist on x86_64.
+    let v = unsafe {
+        if len == 2 {
+            core::arch::x86_64::_rdtsc()
+        } else {
+            core::arch::x86_64::__rdtscp(&mut aux)
+        }
+    };
+    reprise_tsc_trap(1);
+    (v, aux)
 }
 
 /// A stack for thread `id` of `size` bytes (plus a guard page) in its fixed window.
