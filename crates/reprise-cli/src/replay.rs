@@ -6,6 +6,7 @@ use crate::recording::Recording;
 use crate::verify::{self, RunOutput};
 use anyhow::{Context, Result};
 use reprise_trace::{ChunkKind, TraceReader};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -113,7 +114,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
             header.strategy
         ));
     }
-    let exe = PathBuf::from(std::ffi::OsStr::from_bytes_compat(&header.exe_path));
+    let exe = PathBuf::from(std::ffi::OsStr::from_bytes(&header.exe_path));
     let hash = crate::record::exe_hash(&exe)
         .map_err(|e| Fail(format!("the recorded program is missing: {e}")))?;
     if hash != header.exe_hash {
@@ -147,8 +148,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     };
     let mut sink = ReplaySink::default();
     let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
-    if let Some((tid, event, msg)) = &sink.rec.diverged {
-        let _ = (tid, event);
+    if let Some((_, _, msg)) = &sink.rec.diverged {
         return fail(format!("replay diverged: {msg}"));
     }
     if let Some(report) = ended.stuck {
@@ -175,13 +175,4 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
         rec.nthreads()
     );
     Ok(footer.exit.shell_status())
-}
-
-trait FromBytesCompat {
-    fn from_bytes_compat(b: &[u8]) -> &std::ffi::OsStr;
-}
-impl FromBytesCompat for std::ffi::OsStr {
-    fn from_bytes_compat(b: &[u8]) -> &std::ffi::OsStr {
-        std::os::unix::ffi::OsStrExt::from_bytes(b)
-    }
 }
