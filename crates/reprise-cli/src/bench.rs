@@ -43,6 +43,9 @@ pub struct BenchOpts {
     pub size: Option<Size>,
     /// Tiny sizes, three programs, one run.
     pub quick: bool,
+    /// Longest a single record or replay may run before it is killed and reported as a
+    /// timeout (later runs of the same program and strategy are then skipped).
+    pub timeout: std::time::Duration,
 }
 
 /// The programs `--quick` runs when `--programs` is not given.
@@ -150,6 +153,22 @@ struct Run {
     events: Option<u64>,
     vector_runs: Option<u64>,
     threads: Option<u32>,
+    /// Record rows: events per kind (plain reads, plain writes, atomics, synchronisation
+    /// operations: locks, condvars, semaphores, barriers, once, create and join; ranged
+    /// accesses: memcpy/memset/memmove and struct copies; stdio and libc RNG calls).
+    reads: Option<u64>,
+    writes: Option<u64>,
+    atomics: Option<u64>,
+    syncs: Option<u64>,
+    ranges: Option<u64>,
+    stdio: Option<u64>,
+    /// Record rows of TPLAY: transactions, transactional interleavings (dSet), atomicity
+    /// violations (seed 003 table IV).
+    transactions: Option<u64>,
+    interleavings: Option<u64>,
+    violations: Option<u64>,
+    /// Killed after `--timeout` seconds.
+    timed_out: bool,
     /// Replay rows: did `reprise replay` verify?
     verified: Option<bool>,
     /// Why something is missing (unavailable strategy, failed record, ...).
@@ -264,20 +283,29 @@ pub fn run(o: BenchOpts) -> Result<i32> {
                 if config == "tsan" {
                     cmd.env("TSAN_OPTIONS", TSAN_OPTIONS);
                 }
-                let t = timed(&mut cmd).with_context(|| format!("cannot run {}", exe.display()))?;
+                let t = timed(&mut cmd, o.timeout)
+                    .with_context(|| format!("cannot run {}", exe.display()))?;
                 all.push(Run {
                     program: p.name.clone(),
                     config: config.into(),
                     run: r,
                     seconds: t.seconds,
-                    exit: Some(t.exit),
+                    exit: t.exit,
+                    timed_out: t.exit.is_none(),
                     ..Default::default()
                 });
                 pb.inc(1);
             }
             for s in &o.strategies {
                 pb.set_message(format!("{}: record {s} (run {})", p.name, r + 1));
-                let (rec, rep) = record_and_replay(p, b, s, r, &reprise, work, &mut unavailable)?;
+                let earlier_timeout = all.iter().any(|x| {
+                    x.program == p.name && x.strategy == *s && x.timed_out && x.run < r
+                });
+                let (rec, rep) = if earlier_timeout {
+                    skipped(p, s, r)
+                } else {
+                    record_and_replay(p, b, s, r, &reprise, work, o.timeout, &mut unavailable)?
+                };
                 if rep.verified == Some(false) {
                     pb.suspend(|| {
                         eprintln!(
@@ -501,29 +529,67 @@ fn check(cmd: &mut Command, what: &str) -> Result<()> {
 /// A finished, timed process.
 struct Timed {
     seconds: f64,
-    exit: i32,
+    /// Exit status (128 + signal when killed by one); None when it ran past the limit.
+    exit: Option<i32>,
     stderr: String,
 }
 
-/// Run with stdout discarded and stderr captured; wall time from spawn to exit.
-fn timed(cmd: &mut Command) -> Result<Timed> {
-    use std::os::unix::process::ExitStatusExt;
+/// Run with stdout discarded and stderr captured; wall time from spawn to exit. A process
+/// still running after `limit` is killed with its whole process group (a recorded program
+/// too) and reported with `exit: None`.
+fn timed(cmd: &mut Command, limit: std::time::Duration) -> Result<Timed> {
+    use std::io::Read as _;
+    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        .stderr(Stdio::piped())
+        .process_group(0);
     let t0 = Instant::now();
-    let out = cmd.output()?;
+    let mut child = cmd.spawn()?;
+    let mut err = child.stderr.take().context("no stderr pipe")?;
+    let reader = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = err.read_to_end(&mut b);
+        b
+    });
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break Some(st);
+        }
+        if t0.elapsed() >= limit {
+            // SAFETY: plain kill(2) of the process group we created for the child.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            child.wait()?;
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
     let seconds = t0.elapsed().as_secs_f64();
-    let exit = out
-        .status
-        .code()
-        .or_else(|| out.status.signal().map(|s| 128 + s))
-        .unwrap_or(-1);
+    let stderr = reader.join().unwrap_or_default();
+    let exit = status.map(|st| {
+        st.code()
+            .or_else(|| st.signal().map(|s| 128 + s))
+            .unwrap_or(-1)
+    });
     Ok(Timed {
         seconds,
         exit,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
     })
+}
+
+/// The rows of a run not attempted because an earlier run of the same program and strategy
+/// timed out.
+fn skipped(p: &Program, strategy: &str, run: usize) -> (Run, Run) {
+    let row = |config: &str| Run {
+        program: p.name.clone(),
+        config: config.into(),
+        strategy: strategy.into(),
+        run,
+        note: "skipped: an earlier run timed out".into(),
+        ..Default::default()
+    };
+    (row("record"), row("replay"))
 }
 
 /// The last non-empty line of a process's stderr (for notes).
@@ -544,6 +610,7 @@ fn record_and_replay(
     run: usize,
     reprise: &Path,
     work: &Path,
+    limit: std::time::Duration,
     unavailable: &mut BTreeMap<String, String>,
 ) -> Result<(Run, Run)> {
     let row = |config: &str| Run {
@@ -568,9 +635,17 @@ fn record_and_replay(
         .arg(&b.reprise)
         .args(&p.args)
         .current_dir(work);
-    let t = timed(&mut cmd).with_context(|| format!("cannot run reprise record on {}", p.name))?;
+    let t = timed(&mut cmd, limit)
+        .with_context(|| format!("cannot run reprise record on {}", p.name))?;
     rec.seconds = t.seconds;
-    rec.exit = Some(t.exit);
+    rec.exit = t.exit;
+    if t.exit.is_none() {
+        rec.timed_out = true;
+        rec.note = format!("timeout: record killed after {:.0}s", limit.as_secs_f64());
+        rep.note = "no trace to replay".into();
+        std::fs::remove_file(&trace).ok();
+        return Ok((rec, rep));
+    }
     if !trace.is_file() || !t.stderr.contains("trace saved to") {
         let why = last_line(&t.stderr);
         if why.contains("strategy") {
@@ -598,17 +673,35 @@ fn record_and_replay(
             rec.events = Some(m.events);
             rec.vector_runs = Some(m.vector_runs);
             rec.threads = Some(m.threads);
+            if let Some(k) = m.kinds {
+                use crate::recording::kind as K;
+                rec.reads = Some(k[K::READ]);
+                rec.writes = Some(k[K::WRITE]);
+                rec.atomics = Some(k[K::ATOMIC]);
+                rec.syncs = Some(K::SYNC.iter().map(|&i| k[i]).sum());
+                rec.ranges = Some(k[K::RANGE]);
+                rec.stdio = Some(k[K::STDIO]);
+            }
+            if let Some((tx, il, av)) = m.tplay {
+                rec.transactions = Some(tx);
+                rec.interleavings = Some(il);
+                rec.violations = Some(av);
+            }
         }
         Err(e) => rec.note = format!("cannot read the trace: {e:#}"),
     }
     let mut cmd = Command::new(reprise);
     cmd.arg("replay").arg(&trace).current_dir(work);
-    let t = timed(&mut cmd).with_context(|| format!("cannot run reprise replay on {}", p.name))?;
+    let t = timed(&mut cmd, limit)
+        .with_context(|| format!("cannot run reprise replay on {}", p.name))?;
     rep.seconds = t.seconds;
-    rep.exit = Some(t.exit);
-    let verified = t.exit != 125 && t.stderr.contains("replay verified");
+    rep.exit = t.exit;
+    let verified = t.exit.is_some_and(|e| e != 125) && t.stderr.contains("replay verified");
     rep.verified = Some(verified);
-    if !verified {
+    if t.exit.is_none() {
+        rep.timed_out = true;
+        rep.note = format!("timeout: replay killed after {:.0}s", limit.as_secs_f64());
+    } else if !verified {
         rep.note = last_line(&t.stderr);
     }
     std::fs::remove_file(&trace).with_context(|| format!("cannot remove {}", trace.display()))?;
@@ -623,6 +716,9 @@ struct TraceMeasure {
     events: u64,
     vector_runs: u64,
     threads: u32,
+    kinds: Option<[u64; reprise_proto::KINDS]>,
+    /// TPLAY's (transactions, transactional interleavings, atomicity violations).
+    tplay: Option<(u64, u64, u64)>,
 }
 
 /// Decompress the trace's event chunks (the bytes `replay::load` decodes), decode them, and
@@ -664,7 +760,17 @@ fn measure_trace(path: &Path) -> Result<TraceMeasure> {
         events: rec.total_events(),
         vector_runs: rec.vector_runs() as u64,
         threads: rec.nthreads(),
+        kinds: rec.kinds,
+        tplay: tplay_stats(&rec.model_log),
     })
+}
+
+/// TPLAY's statistics from its model log (the JSON `TplayLog`); None for other strategies.
+fn tplay_stats(log: &[u8]) -> Option<(u64, u64, u64)> {
+    let v: serde_json::Value = serde_json::from_slice(log).ok()?;
+    let st = v.get("stats")?;
+    let n = |k: &str| st.get(k).and_then(|x| x.as_u64());
+    Some((n("transactions")?, n("interleavings")?, n("violations")?))
 }
 
 /// A writer that only counts: the gzip output's size is all we need.
@@ -754,6 +860,27 @@ fn fmt_kib(v: Option<f64>) -> String {
     }
 }
 
+/// A slowdown cell: the ratio of medians, or, when a run of this configuration was killed
+/// at the time limit, a lower bound (the medians of the runs that finished would flatter it).
+fn slowdown_cell(
+    runs: &[Run],
+    program: &str,
+    config: &str,
+    strategy: &str,
+    native: Option<f64>,
+) -> String {
+    let timeouts: Vec<&Run> = runs
+        .iter()
+        .filter(|r| {
+            r.program == program && r.config == config && r.strategy == strategy && r.timed_out
+        })
+        .collect();
+    if let Some(t) = timeouts.first() {
+        return format!("> {} (timeout)", fmt_x(ratio(Some(t.seconds), native)));
+    }
+    fmt_x(ratio(median_secs(runs, program, config, strategy), native))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn markdown(
     programs: &[Program],
@@ -830,10 +957,7 @@ fn markdown(
             fmt_x(ratio(median_secs(runs, &p.name, "tsan", ""), native)),
         ];
         for st in strategies {
-            row.push(cell(
-                st,
-                fmt_x(ratio(median_secs(runs, &p.name, "record", st), native)),
-            ));
+            row.push(cell(st, slowdown_cell(runs, &p.name, "record", st, native)));
         }
         let _ = writeln!(s, "| {} |", row.join(" | "));
     }
@@ -844,10 +968,7 @@ fn markdown(
         let native = median_secs(runs, &p.name, "native", "");
         let mut row = vec![p.name.clone()];
         for st in strategies {
-            row.push(cell(
-                st,
-                fmt_x(ratio(median_secs(runs, &p.name, "replay", st), native)),
-            ));
+            row.push(cell(st, slowdown_cell(runs, &p.name, "replay", st, native)));
         }
         let _ = writeln!(s, "| {} |", row.join(" | "));
     }
@@ -885,6 +1006,62 @@ fn markdown(
         let _ = writeln!(s, "| {} |", row.join(" | "));
     }
 
+    let _ = writeln!(
+        s,
+        "\n## Events by kind (the first strategy's recording; sync: locks, condvars, semaphores, barriers, once, create, join; ranged: memcpy/memset/memmove and struct copies)\n"
+    );
+    let _ = writeln!(
+        s,
+        "| program | reads | writes | atomics | sync | ranged | stdio |\n|---|---:|---:|---:|---:|---:|---:|"
+    );
+    for p in programs {
+        let st = strategies
+            .iter()
+            .find(|st| median_of(runs, &p.name, st, |r| r.reads).is_some());
+        let f = |g: fn(&Run) -> Option<u64>| {
+            st.and_then(|st| median_of(runs, &p.name, st, g))
+                .map(|v| format!("{v:.0}"))
+                .unwrap_or("–".into())
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            p.name,
+            f(|r| r.reads),
+            f(|r| r.writes),
+            f(|r| r.atomics),
+            f(|r| r.syncs),
+            f(|r| r.ranges),
+            f(|r| r.stdio)
+        );
+    }
+
+    if strategies.iter().any(|s| s == "tplay") && !unavailable.contains_key("tplay") {
+        let _ = writeln!(
+            s,
+            "\n## TPLAY (seed 003 table IV): transactions / transactional interleavings / atomicity violations\n"
+        );
+        let _ = writeln!(
+            s,
+            "| program | transactions | interleavings | violations |\n|---|---:|---:|---:|"
+        );
+        for p in programs {
+            let f = |g: fn(&Run) -> Option<u64>| {
+                median_of(runs, &p.name, "tplay", g)
+                    .map(|v| format!("{v:.0}"))
+                    .unwrap_or("–".into())
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} |",
+                p.name,
+                f(|r| r.transactions),
+                f(|r| r.interleavings),
+                f(|r| r.violations)
+            );
+        }
+    }
+
     let _ = writeln!(s, "\n## Replay success (verified / runs)\n");
     header(&mut s, &["program"]);
     for p in programs {
@@ -895,44 +1072,51 @@ fn markdown(
                 .filter(|r| r.program == p.name && r.config == "replay" && r.strategy == *st)
                 .collect();
             let ok = reps.iter().filter(|r| r.verified == Some(true)).count();
-            row.push(cell(st, format!("{ok}/{}", reps.len())));
+            let tried = reps.iter().filter(|r| !r.note.starts_with("skipped")).count();
+            let timeouts = runs
+                .iter()
+                .filter(|r| r.program == p.name && r.strategy == *st && r.timed_out)
+                .count();
+            row.push(cell(
+                st,
+                if timeouts > 0 {
+                    format!("{ok}/{tried} ({timeouts} timeout)")
+                } else {
+                    format!("{ok}/{tried}")
+                },
+            ));
         }
         let _ = writeln!(s, "| {} |", row.join(" | "));
     }
     s
 }
 
+/// Columns of runs.csv, in order: the fields of [`Run`].
+const CSV_COLUMNS: &[&str] = &[
+    "program", "config", "strategy", "run", "seconds", "exit", "timed_out", "trace_bytes",
+    "event_bytes", "gzip9_bytes", "events", "vector_runs", "threads", "reads", "writes",
+    "atomics", "syncs", "ranges", "stdio", "transactions", "interleavings", "violations",
+    "verified", "note",
+];
+
 fn csv(runs: &[Run]) -> String {
-    fn field(s: &str) -> String {
-        if s.contains([',', '"', '\n']) {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        } else {
-            s.to_string()
+    fn field(v: Option<&serde_json::Value>) -> String {
+        match v {
+            None | Some(serde_json::Value::Null) => String::new(),
+            Some(serde_json::Value::String(s)) if s.contains([',', '"', '\n']) => {
+                format!("\"{}\"", s.replace('"', "\"\""))
+            }
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
         }
     }
-    fn opt<T: ToString>(v: Option<T>) -> String {
-        v.map(|v| v.to_string()).unwrap_or_default()
-    }
-    let mut s = String::from("program,config,strategy,run,seconds,exit,trace_bytes,event_bytes,gzip9_bytes,events,vector_runs,threads,verified,note\n");
+    let mut s = CSV_COLUMNS.join(",");
+    s.push('\n');
     for r in runs {
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{:.6},{},{},{},{},{},{},{},{},{}",
-            field(&r.program),
-            r.config,
-            field(&r.strategy),
-            r.run,
-            r.seconds,
-            opt(r.exit),
-            opt(r.trace_bytes),
-            opt(r.event_bytes),
-            opt(r.gzip9_bytes),
-            opt(r.events),
-            opt(r.vector_runs),
-            opt(r.threads),
-            opt(r.verified),
-            field(&r.note),
-        );
+        let v = serde_json::to_value(r).unwrap_or_default();
+        let row: Vec<String> = CSV_COLUMNS.iter().map(|c| field(v.get(*c))).collect();
+        s.push_str(&row.join(","));
+        s.push('\n');
     }
     s
 }

@@ -114,6 +114,10 @@ enum Cmd {
         /// Three programs, tiny sizes, one run.
         #[arg(long)]
         quick: bool,
+        /// Seconds a single record or replay may take before it is killed and reported as a
+        /// timeout; later runs of that program and strategy are then skipped.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
     },
 }
 
@@ -168,6 +172,7 @@ fn main() {
             out,
             size,
             quick,
+            timeout,
         } => bench::run(bench::BenchOpts {
             programs,
             strategies,
@@ -176,6 +181,7 @@ fn main() {
             out,
             size,
             quick,
+            timeout: std::time::Duration::from_secs(timeout.max(1)),
         }),
     };
     match r {

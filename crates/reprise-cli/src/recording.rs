@@ -7,6 +7,22 @@ use anyhow::{bail, Result};
 use reprise_proto::*;
 use std::collections::BTreeMap;
 
+/// Indices of the event kinds in [`Recording::kinds`] (the runtime's `access::kind`).
+pub mod kind {
+    /// Plain reads.
+    pub const READ: usize = 1;
+    /// Plain writes.
+    pub const WRITE: usize = 2;
+    /// Atomic operations.
+    pub const ATOMIC: usize = 3;
+    /// Synchronisation: lock, condvar, semaphore, create, once, join.
+    pub const SYNC: [usize; 6] = [4, 5, 6, 7, 8, 11];
+    /// Ranged accesses (memcpy, memset, memmove, struct copies).
+    pub const RANGE: usize = 9;
+    /// stdio stream and libc RNG calls.
+    pub const STDIO: usize = 10;
+}
+
 /// Records of one thread.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ThreadRec {
@@ -39,6 +55,8 @@ pub struct Recording {
     pub trapped: BTreeMap<u32, u64>,
     /// The model strategy's log (JSON), for aggreplay and tplay.
     pub model_log: Vec<u8>,
+    /// Events per kind (`reprise_proto::F_KINDS`), when the end was recorded.
+    pub kinds: Option<[u64; KINDS]>,
 }
 
 impl Recording {
@@ -86,6 +104,7 @@ impl Recording {
                 e.1.extend(finals);
             }
             Frame::Model(b) => self.model_log.extend_from_slice(&b),
+            Frame::Kinds(k) => self.kinds = Some(k),
             Frame::Stats(v) => {
                 for (n, c) in v {
                     *self.trapped.entry(n).or_default() += c as u64;

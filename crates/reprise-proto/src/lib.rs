@@ -23,7 +23,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64};
 
 /// Did this change the wire? Bump it; the runtime refuses a config of another version.
-pub const PROTO_VERSION: u32 = 4;
+pub const PROTO_VERSION: u32 = 5;
 /// Config memfd (launcher -> runtime).
 pub const FD_CONFIG: i32 = 1000;
 /// Event pipe (runtime -> launcher).
@@ -250,6 +250,12 @@ pub const F_DIVERGE: u8 = 4;
 pub const F_STATS: u8 = 5;
 /// Frame tag: a piece of a model strategy's log (JSON bytes, concatenated in order).
 pub const F_MODEL: u8 = 6;
+/// Frame tag: events per kind over all threads, [`KINDS`] `u64` counts indexed by kind (read
+/// 1, write 2, atomic 3, lock 4, condvar 5, semaphore 6, create 7, once 8, ranged 9, stdio 10,
+/// join 11); sent once at the process end.
+pub const F_KINDS: u8 = 7;
+/// Number of event kinds counted in [`F_KINDS`].
+pub const KINDS: usize = 16;
 
 /// Record tag in an [`F_THREAD`] frame: thread start, `u32 parent, u32 nth` (8 bytes).
 pub const R_START: u8 = 1;
@@ -311,6 +317,8 @@ pub enum Frame {
     Stats(Vec<(u32, u32)>),
     /// A piece of a model strategy's log.
     Model(Vec<u8>),
+    /// Events per kind, summed over threads.
+    Kinds([u64; KINDS]),
     /// Divergence seen by the runtime during replay.
     Diverge {
         /// Thread.
@@ -507,6 +515,16 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
             ))
         }
         F_MODEL => Ok(Frame::Model(p.to_vec())),
+        F_KINDS => {
+            if p.len() != KINDS * 8 {
+                return Err(short());
+            }
+            let mut k = [0u64; KINDS];
+            for (i, c) in p.chunks_exact(8).enumerate() {
+                k[i] = u64_at(c, 0);
+            }
+            Ok(Frame::Kinds(k))
+        }
         F_DIVERGE => {
             if p.len() < 12 {
                 return Err(short());
@@ -575,6 +593,12 @@ pub fn encode_frame(f: &Frame) -> Vec<u8> {
         Frame::Model(b) => {
             p.extend_from_slice(b);
             F_MODEL
+        }
+        Frame::Kinds(k) => {
+            for c in k {
+                p.extend_from_slice(&c.to_le_bytes());
+            }
+            F_KINDS
         }
         Frame::Stats(v) => {
             for (n, c) in v {

@@ -103,12 +103,25 @@ pub fn forget_pending(t: &mut Thread) {
 #[inline(always)]
 pub fn count_event(t: &mut Thread, s: u64, pos: u64, k: u64) {
     t.digest = mix(t.digest, (pos << 20) ^ (s << 4) ^ k);
+    t.kinds[k as usize & 15] += 1;
     let e = t.events.load(Ordering::Relaxed) + 1;
     t.events.store(e, Ordering::Relaxed);
+    // A compare, not a division, on the hot path: `next_ckpt` is the next multiple of the
+    // checkpoint interval (0 until the thread's first event computes it).
+    if e >= t.next_ckpt {
+        checkpoint_due(t, e);
+    }
+}
+
+/// The slow half of [`count_event`]: checkpoint when `e` is a multiple of the interval and
+/// compute the next one.
+#[cold]
+fn checkpoint_due(t: &mut Thread, e: u64) {
     let every = state::CHECKPOINT.load(Ordering::Relaxed);
     if e % every == 0 {
         checkpoint(t, e);
     }
+    t.next_ckpt = (e / every + 1) * every;
 }
 
 /// Log (record) and compare (replay) a digest checkpoint at event `e`.

@@ -51,10 +51,21 @@ fn stripe(s: u32) -> &'static mut Stripe {
     unsafe { &mut *((crate::layout::STRIPES_ADDR as *mut Stripe).add(s as usize)) }
 }
 
-/// Stripe of an 8-byte granule (hashed, so equal offsets in different arrays do not collide).
+/// log2 of the granule a stripe orders: a 64-byte cache line. A thread walking an array keeps
+/// one turn for the whole line (the same-stripe fast path of [`take`]), and two threads that
+/// share a line already contend for it in hardware.
+pub const GRANULE_SHIFT: u32 = 6;
+
+/// Stripe of granule `g` (hashed, so equal offsets in different arrays do not collide).
 #[inline(always)]
 pub fn stripe_of_granule(g: usize) -> u32 {
     ((g as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - STRIPES.trailing_zeros())) as u32
+}
+
+/// Stripe of the granule holding byte `addr`.
+#[inline(always)]
+pub fn stripe_of_addr(addr: usize) -> u32 {
+    stripe_of_granule(addr >> GRANULE_SHIFT)
 }
 
 #[inline(always)]
@@ -199,6 +210,15 @@ fn wait_turn(t: &Thread, s: u32) {
     }
 }
 
+/// Replay: does the run of the turn held on `s` have another turn after it (caller holds it)?
+#[inline(always)]
+fn run_continues(s: u32) -> bool {
+    let v = state::vector(s);
+    let cur = stripe(s).cursor.load(Ordering::Relaxed);
+    let (idx, used) = ((cur >> 32) as usize, (cur & 0xffff_ffff) as u32);
+    idx < v.len() && used + 1 < v[idx].count
+}
+
 /// Replay: consume the current turn of `s` (caller holds it).
 fn advance(s: u32) {
     let st = stripe(s);
@@ -236,7 +256,7 @@ pub fn release_held(t: &mut Thread) {
     }
     let replay = state::REPLAY.load(Ordering::Relaxed);
     if t.held_multi {
-        for w in 0..t.multi.len() {
+        for w in t.multi_lo..t.multi_hi {
             let mut bits = t.multi[w];
             while bits != 0 {
                 let b = bits.trailing_zeros();
@@ -257,9 +277,18 @@ pub fn release_held(t: &mut Thread) {
 #[inline(always)]
 pub fn take(t: &mut Thread, s: u32) -> u64 {
     let replay = state::REPLAY.load(Ordering::Relaxed);
-    if !replay && t.held == s && !t.held_multi && uncontended(stripe(s)) {
-        // Same stripe again and nobody waits: keep the ticket, extend the run.
-        return append(s, stripe(s), t.tid);
+    if t.held == s && !t.held_multi {
+        let st = stripe(s);
+        if !replay && uncontended(st) {
+            // Same stripe again and nobody waits: keep the ticket, extend the run.
+            return append(s, st, t.tid);
+        }
+        if replay && run_continues(s) {
+            // The turn after the held one is ours too (same run of the vector): consume the
+            // held turn and keep the ticket; nobody else can be due on this stripe.
+            advance(s);
+            return append(s, st, t.tid);
+        }
     }
     release_held(t);
     if replay {
@@ -271,23 +300,29 @@ pub fn take(t: &mut Thread, s: u32) -> u64 {
     append(s, st, t.tid)
 }
 
-/// Take turns on every stripe of the granule ranges `[g0, g1]` given (ascending stripe order,
-/// so two ranged accesses never deadlock). Returns a digest of the positions taken.
+/// Take turns on every stripe of the byte ranges `[first, last]` given (ascending stripe
+/// order, so two ranged accesses never deadlock). Returns a digest of the positions taken.
 pub fn take_ranges(t: &mut Thread, ranges: &[(usize, usize)]) -> u64 {
     release_held(t);
     let replay = state::REPLAY.load(Ordering::Relaxed);
-    for &(g0, g1) in ranges {
+    let (mut lo, mut hi) = (t.multi.len(), 0);
+    for &(first, last) in ranges {
+        let (g0, g1) = (first >> GRANULE_SHIFT, last >> GRANULE_SHIFT);
         if g1 - g0 + 1 >= STRIPES {
             t.multi.iter_mut().for_each(|w| *w = u64::MAX);
+            (lo, hi) = (0, t.multi.len());
             break;
         }
         for g in g0..=g1 {
-            let s = stripe_of_granule(g);
-            t.multi[s as usize / 64] |= 1 << (s % 64);
+            let s = stripe_of_granule(g) as usize;
+            t.multi[s / 64] |= 1 << (s % 64);
+            lo = lo.min(s / 64);
+            hi = hi.max(s / 64 + 1);
         }
     }
+    (t.multi_lo, t.multi_hi) = (lo, hi.max(lo));
     let mut h = 0u64;
-    for w in 0..t.multi.len() {
+    for w in t.multi_lo..t.multi_hi {
         let mut bits = t.multi[w];
         while bits != 0 {
             let s = (w * 64) as u32 + bits.trailing_zeros();

@@ -353,5 +353,25 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
         }
     }
     flush_finals(&mut frame, finals);
+    send_kinds(n);
     crate::sud::send_stats();
+}
+
+/// Send the events per kind of threads `0..n`, summed (for `reprise bench` and `reprise info`).
+fn send_kinds(n: u32) {
+    let mut frame = [0u8; FRAME_HDR + KINDS * 8];
+    let mut sum = [0u64; KINDS];
+    for tid in 0..n {
+        // SAFETY: slot of a created thread; every other thread is parked or outside the
+        // runtime now, so its counters no longer change.
+        let other = unsafe { &*state::slot(tid) };
+        for (s, c) in sum.iter_mut().zip(other.kinds.iter()) {
+            *s += c;
+        }
+    }
+    put_frame_header(&mut frame, F_KINDS, KINDS * 8);
+    for (i, c) in sum.iter().enumerate() {
+        frame[FRAME_HDR + i * 8..FRAME_HDR + i * 8 + 8].copy_from_slice(&c.to_le_bytes());
+    }
+    crate::channel::send(&frame);
 }

@@ -59,6 +59,10 @@ pub struct Thread {
     pub passthrough: bool,
     /// Events performed (stripe turns taken).
     pub events: AtomicU64,
+    /// Event number of the next digest checkpoint (0: not computed yet).
+    pub next_ckpt: u64,
+    /// Events per kind (`access::kind`), reported at the thread's end for `reprise bench`.
+    pub kinds: [u64; 16],
     /// Order-sensitive digest of (stripe, position, kind, value).
     pub digest: u64,
     /// Access whose value is folded into the digest at the next safe point.
@@ -109,6 +113,10 @@ pub struct Thread {
     pub log: [u8; LOG_BUF],
     /// Stripes held by a ranged access.
     pub multi: [u64; STRIPES / 64],
+    /// Words of `multi` that may have bits set: `[multi_lo, multi_hi)`.
+    pub multi_lo: usize,
+    /// See `multi_lo`.
+    pub multi_hi: usize,
 }
 
 /// Size of one slot in the thread table.
@@ -338,6 +346,8 @@ pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
     th.rng = JITTER.load(Ordering::Relaxed) ^ ((tid as u64 + 1) * 0x9E37_79B9_7F4A_7C15);
     th.log_len = 0;
     th.entries = 0;
+    th.next_ckpt = 0;
+    th.kinds = [0; 16];
     th.next_sig = 0;
     th.next_sig_at = u64::MAX;
     if REPLAY.load(Ordering::Relaxed) {

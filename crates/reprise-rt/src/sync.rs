@@ -51,7 +51,7 @@ pub fn take_obj(t: &mut Thread, obj: *const c_void, k: u64) {
         access::count_event(t, 0, 0, k);
         return;
     }
-    let s = leap::stripe_of_granule(obj as usize >> 3);
+    let s = leap::stripe_of_addr(obj as usize);
     let pos = leap::take(t, s);
     access::count_event(t, s as u64, pos, k);
 }

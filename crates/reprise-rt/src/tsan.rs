@@ -39,13 +39,13 @@ fn take_for(t: &mut crate::state::Thread, addr: usize, size: usize, k: u64) {
         access::count_event(t, 0, 0, k);
         return;
     }
-    let g1 = (addr + size - 1) >> 3;
-    if g0 == g1 {
-        let s = leap::stripe_of_granule(g0);
+    let last = addr + size - 1;
+    if addr >> leap::GRANULE_SHIFT == last >> leap::GRANULE_SHIFT {
+        let s = leap::stripe_of_addr(addr);
         let pos = leap::take(t, s);
         access::count_event(t, s as u64, pos, k);
     } else {
-        let h = leap::take_ranges(t, &[(g0, g1)]);
+        let h = leap::take_ranges(t, &[(addr, last)]);
         access::count_event(t, 0xffff, h, kind::RANGE);
     }
 }
@@ -301,16 +301,16 @@ fn ranged(dst: usize, src: usize, n: usize) {
     let t = e.t();
     access::fold_pending(t);
     access::jitter(t);
-    let d = (dst >> 3, (dst + n - 1) >> 3);
+    let d = (dst, dst + n - 1);
     if crate::model::active() {
-        crate::model::event(t, || crate::model::op_for(kind::RANGE, d.0 as u64));
+        crate::model::event(t, || crate::model::op_for(kind::RANGE, dst as u64 >> 3));
         access::count_event(t, 0, 0, kind::RANGE);
         t.pending_addr = dst;
         t.pending_size = n.min(64);
         return;
     }
     let h = if src != 0 {
-        leap::take_ranges(t, &[d, (src >> 3, (src + n - 1) >> 3)])
+        leap::take_ranges(t, &[d, (src, src + n - 1)])
     } else {
         leap::take_ranges(t, &[d])
     };
