@@ -10,6 +10,12 @@
 //! - **tsan**: gcc's own ThreadSanitizer, a peer that instruments the same accesses;
 //! - **reprise**: `reprise cc -O2`, then recorded and replayed under each strategy.
 //!
+//! The full bench runs the suite and the bug programs `bench/programs/bugs.txt` names, at the
+//! `small` size (about 1/32 of the suite's own 0.3-2 s defaults, which `--size default` runs):
+//! that is what fits 30 minutes on two cores with all three strategies. A record or replay
+//! that runs past `--timeout` is killed with its process group and shown as a lower bound
+//! ("> N× (timeout)"); the remaining runs of that program and strategy are skipped.
+//!
 //! Every configuration runs `--runs` times; the tables show medians, and every ratio divides two
 //! medians measured in this same invocation (never against a stored baseline). A strategy that
 //! `reprise record` rejects is reported as "unavailable" rather than failing the bench. Output:
@@ -212,14 +218,14 @@ pub fn run(o: BenchOpts) -> Result<i32> {
     }
     let size = o
         .size
-        .unwrap_or(if o.quick { Size::Tiny } else { Size::Default });
+        .unwrap_or(if o.quick { Size::Tiny } else { Size::Small });
     let mut programs = load_programs(&root)?;
     let wanted: Vec<String> = if !o.programs.is_empty() {
         o.programs.clone()
     } else if o.quick {
         QUICK_PROGRAMS.iter().map(|s| s.to_string()).collect()
     } else {
-        programs.iter().map(|p| p.name.clone()).collect()
+        default_programs(&root, &programs)?
     };
     for w in &wanted {
         if !programs.iter().any(|p| &p.name == w) {
@@ -393,6 +399,30 @@ fn find_root() -> Result<PathBuf> {
         }
     }
     bail!("cannot find bench/programs/manifest.txt above the working directory or the reprise binary: run the bench inside the reprise source tree")
+}
+
+/// The full bench's programs: the suite, then the bug programs `bench/programs/bugs.txt`
+/// names (one per line, `#` comments).
+fn default_programs(root: &Path, programs: &[Program]) -> Result<Vec<String>> {
+    let path = root.join("bench/programs/bugs.txt");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bugs: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    if let Some(b) = bugs
+        .iter()
+        .find(|b| !programs.iter().any(|p| p.kind == Kind::Bug && p.name == **b))
+    {
+        bail!("{}: `{b}` is not in tests/programs/manifest.txt", path.display());
+    }
+    Ok(programs
+        .iter()
+        .filter(|p| p.kind == Kind::Suite || bugs.contains(&p.name.as_str()))
+        .map(|p| p.name.clone())
+        .collect())
 }
 
 /// Both manifests: the suite (`name source args`) then the bug programs
@@ -1250,4 +1280,29 @@ fn svg(
     }
     let _ = writeln!(s, "</svg>");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_past_its_limit_is_killed_with_its_children_and_reported() {
+        // A shell whose child outlives it would keep the pipe open: the whole group must go.
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 30 & sleep 30"]);
+        let t0 = Instant::now();
+        let t = timed(&mut cmd, std::time::Duration::from_millis(300)).unwrap();
+        assert_eq!(t.exit, None, "reported as a timeout");
+        assert!(t0.elapsed().as_secs() < 10, "the limit was not enforced");
+    }
+
+    #[test]
+    fn a_run_within_its_limit_reports_its_status_and_stderr() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo oops >&2; exit 3"]);
+        let t = timed(&mut cmd, std::time::Duration::from_secs(30)).unwrap();
+        assert_eq!(t.exit, Some(3));
+        assert_eq!(t.stderr.trim(), "oops");
+    }
 }

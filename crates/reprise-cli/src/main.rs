@@ -93,7 +93,7 @@ enum Cmd {
     },
     /// Benchmark native, floor, tsan, record and replay on the suite and bug programs.
     Bench {
-        /// Programs to run, comma-separated (default: all; with --quick: histogram,counter_race,prodcons).
+        /// Programs to run, comma-separated (default: the suite and the bug programs of bench/programs/bugs.txt; with --quick: histogram,counter_race,prodcons).
         #[arg(long, value_delimiter = ',')]
         programs: Vec<String>,
         /// Strategies to record with, comma-separated (default: leap,aggreplay,tplay; leap with --quick).
@@ -108,7 +108,7 @@ enum Cmd {
         /// Output directory.
         #[arg(long, default_value = "bench-results")]
         out: PathBuf,
-        /// Problem size of suite programs (default: default; tiny with --quick).
+        /// Problem size of suite programs (default: small, about 1/32 of the programs' own 0.3-2 s; tiny with --quick).
         #[arg(long, value_enum)]
         size: Option<bench::Size>,
         /// Three programs, tiny sizes, one run.
@@ -116,7 +116,7 @@ enum Cmd {
         quick: bool,
         /// Seconds a single record or replay may take before it is killed and reported as a
         /// timeout; later runs of that program and strategy are then skipped.
-        #[arg(long, default_value_t = 120)]
+        #[arg(long, default_value_t = 30)]
         timeout: u64,
     },
 }

@@ -30,6 +30,7 @@ fn bench_quick_writes_tables_and_every_replay_verifies() {
         "## Replay slowdown",
         "## Log size",
         "## Replay success",
+        "## Events by kind",
     ] {
         assert!(md.contains(table), "bench.md lacks `{table}`:\n{md}");
     }
@@ -65,6 +66,24 @@ fn bench_quick_writes_tables_and_every_replay_verifies() {
             );
         }
     }
+    // Events by kind come from the runtime's counters: every counted event has a kind, and
+    // counter_race's threads both read and write the shared counter.
+    let num = |r: &Vec<&str>, c: &str| -> u64 { r[col(c)].parse().unwrap_or(0) };
+    let rec = rows
+        .iter()
+        .find(|r| r[program] == "counter_race" && r[config] == "record")
+        .expect("a counter_race record row");
+    let kinds: u64 = ["reads", "writes", "atomics", "syncs", "ranges", "stdio"]
+        .iter()
+        .map(|c| num(rec, c))
+        .sum();
+    assert!(num(rec, "reads") > 0 && num(rec, "writes") > 0, "no reads/writes counted: {csv}");
+    assert!(
+        kinds <= num(rec, "events") && kinds + 16 >= num(rec, "events"),
+        "events by kind ({kinds}) do not add up to the events ({}):\n{csv}",
+        num(rec, "events")
+    );
+
     let replays: Vec<&Vec<&str>> = rows
         .iter()
         .filter(|r| r[config] == "replay" && !r[verified].is_empty())

@@ -7,7 +7,7 @@ pub use reprise_proto::{CONFIG_ADDR, MAX_THREADS, STATUS_ADDR, STRIPES};
 /// Runtime bump allocator region.
 pub const RALLOC_ADDR: u64 = 0x1a00_0000_0000;
 /// Size of the runtime allocator region.
-pub const RALLOC_SIZE: u64 = 1 << 32;
+pub const RALLOC_SIZE: u64 = 1 << 38;
 /// Thread state table.
 pub const THREADS_ADDR: u64 = 0x1b00_0000_0000;
 /// Stripe table.
