@@ -51,10 +51,12 @@ fn stripe(s: u32) -> &'static mut Stripe {
     unsafe { &mut *((crate::layout::STRIPES_ADDR as *mut Stripe).add(s as usize)) }
 }
 
-/// log2 of the granule a stripe orders: a 64-byte cache line. A thread walking an array keeps
-/// one turn for the whole line (the same-stripe fast path of [`take`]), and two threads that
-/// share a line already contend for it in hardware.
-pub const GRANULE_SHIFT: u32 = 6;
+/// log2 of the granule a stripe orders: 8 bytes, a variable (seed 001 orders each shared
+/// variable). Whole cache lines were tried: they halved fft's recording, but a turn is held to
+/// the thread's next runtime entry, so a line-wide turn also excluded the program's races
+/// between *neighbouring* variables for that long: crash_sometimes, whose reader checks a
+/// pointer and then uses the object next to it, stopped crashing while recorded.
+pub const GRANULE_SHIFT: u32 = 3;
 
 /// Stripe of granule `g` (hashed, so equal offsets in different arrays do not collide).
 #[inline(always)]
