@@ -304,9 +304,9 @@ pub fn run(o: BenchOpts) -> Result<i32> {
             }
             for s in &o.strategies {
                 pb.set_message(format!("{}: record {s} (run {})", p.name, r + 1));
-                let earlier_timeout = all.iter().any(|x| {
-                    x.program == p.name && x.strategy == *s && x.timed_out && x.run < r
-                });
+                let earlier_timeout = all
+                    .iter()
+                    .any(|x| x.program == p.name && x.strategy == *s && x.timed_out && x.run < r);
                 let (rec, rep) = if earlier_timeout {
                     skipped(p, s, r)
                 } else {
@@ -405,18 +405,22 @@ fn find_root() -> Result<PathBuf> {
 /// names (one per line, `#` comments).
 fn default_programs(root: &Path, programs: &[Program]) -> Result<Vec<String>> {
     let path = root.join("bench/programs/bugs.txt");
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let bugs: Vec<&str> = text
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .collect();
-    if let Some(b) = bugs
-        .iter()
-        .find(|b| !programs.iter().any(|p| p.kind == Kind::Bug && p.name == **b))
-    {
-        bail!("{}: `{b}` is not in tests/programs/manifest.txt", path.display());
+    if let Some(b) = bugs.iter().find(|b| {
+        !programs
+            .iter()
+            .any(|p| p.kind == Kind::Bug && p.name == **b)
+    }) {
+        bail!(
+            "{}: `{b}` is not in tests/programs/manifest.txt",
+            path.display()
+        );
     }
     Ok(programs
         .iter()
@@ -633,6 +637,7 @@ fn last_line(s: &str) -> String {
 }
 
 /// Record one run under `strategy`, measure its trace, replay it; returns the two rows.
+#[allow(clippy::too_many_arguments)]
 fn record_and_replay(
     p: &Program,
     b: &Binaries,
@@ -704,13 +709,14 @@ fn record_and_replay(
             rec.vector_runs = Some(m.vector_runs);
             rec.threads = Some(m.threads);
             if let Some(k) = m.kinds {
-                use crate::recording::kind as K;
-                rec.reads = Some(k[K::READ]);
-                rec.writes = Some(k[K::WRITE]);
-                rec.atomics = Some(k[K::ATOMIC]);
-                rec.syncs = Some(K::SYNC.iter().map(|&i| k[i]).sum());
-                rec.ranges = Some(k[K::RANGE]);
-                rec.stdio = Some(k[K::STDIO]);
+                use reprise_proto::kind::*;
+                let n = |kind: u64| k[kind as usize];
+                rec.reads = Some(n(READ));
+                rec.writes = Some(n(WRITE));
+                rec.atomics = Some(n(ATOMIC));
+                rec.syncs = Some([LOCK, COND, SEM, CREATE, ONCE, JOIN].map(n).iter().sum());
+                rec.ranges = Some(n(RANGE));
+                rec.stdio = Some(n(STDIO));
             }
             if let Some((tx, il, av)) = m.tplay {
                 rec.transactions = Some(tx);
@@ -893,6 +899,11 @@ fn fmt_x(v: Option<f64>) -> String {
     }
 }
 
+/// A median count, or a dash when there is none.
+fn fmt_count(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.0}")).unwrap_or("–".into())
+}
+
 fn fmt_kib(v: Option<f64>) -> String {
     match v {
         Some(v) => format!("{:.1}", v / 1024.0),
@@ -1034,7 +1045,7 @@ fn markdown(
     for p in programs {
         let mut row = vec![p.name.clone()];
         for st in strategies {
-            let f = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or("–".into());
+            let f = fmt_count;
             let v = format!(
                 "{} / {} / {}",
                 f(median_of(runs, &p.name, st, |r| r.events)),
@@ -1059,9 +1070,7 @@ fn markdown(
             .iter()
             .find(|st| median_of(runs, &p.name, st, |r| r.reads).is_some());
         let f = |g: fn(&Run) -> Option<u64>| {
-            st.and_then(|st| median_of(runs, &p.name, st, g))
-                .map(|v| format!("{v:.0}"))
-                .unwrap_or("–".into())
+            fmt_count(st.and_then(|st| median_of(runs, &p.name, st, g)))
         };
         let _ = writeln!(
             s,
@@ -1086,11 +1095,7 @@ fn markdown(
             "| program | transactions | interleavings | violations |\n|---|---:|---:|---:|"
         );
         for p in programs {
-            let f = |g: fn(&Run) -> Option<u64>| {
-                median_of(runs, &p.name, "tplay", g)
-                    .map(|v| format!("{v:.0}"))
-                    .unwrap_or("–".into())
-            };
+            let f = |g: fn(&Run) -> Option<u64>| fmt_count(median_of(runs, &p.name, "tplay", g));
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} |",
@@ -1112,7 +1117,10 @@ fn markdown(
                 .filter(|r| r.program == p.name && r.config == "replay" && r.strategy == *st)
                 .collect();
             let ok = reps.iter().filter(|r| r.verified == Some(true)).count();
-            let tried = reps.iter().filter(|r| !r.note.starts_with("skipped")).count();
+            let tried = reps
+                .iter()
+                .filter(|r| !r.note.starts_with("skipped"))
+                .count();
             let timeouts = runs
                 .iter()
                 .filter(|r| r.program == p.name && r.strategy == *st && r.timed_out)
@@ -1133,10 +1141,30 @@ fn markdown(
 
 /// Columns of runs.csv, in order: the fields of [`Run`].
 const CSV_COLUMNS: &[&str] = &[
-    "program", "config", "strategy", "run", "seconds", "exit", "timed_out", "trace_bytes",
-    "event_bytes", "gzip9_bytes", "events", "vector_runs", "threads", "reads", "writes",
-    "atomics", "syncs", "ranges", "stdio", "transactions", "interleavings", "violations",
-    "verified", "note",
+    "program",
+    "config",
+    "strategy",
+    "run",
+    "seconds",
+    "exit",
+    "timed_out",
+    "trace_bytes",
+    "event_bytes",
+    "gzip9_bytes",
+    "events",
+    "vector_runs",
+    "threads",
+    "reads",
+    "writes",
+    "atomics",
+    "syncs",
+    "ranges",
+    "stdio",
+    "transactions",
+    "interleavings",
+    "violations",
+    "verified",
+    "note",
 ];
 
 fn csv(runs: &[Run]) -> String {

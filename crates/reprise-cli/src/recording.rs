@@ -7,22 +7,6 @@ use anyhow::{bail, Result};
 use reprise_proto::*;
 use std::collections::BTreeMap;
 
-/// Indices of the event kinds in [`Recording::kinds`] (the runtime's `access::kind`).
-pub mod kind {
-    /// Plain reads.
-    pub const READ: usize = 1;
-    /// Plain writes.
-    pub const WRITE: usize = 2;
-    /// Atomic operations.
-    pub const ATOMIC: usize = 3;
-    /// Synchronisation: lock, condvar, semaphore, create, once, join.
-    pub const SYNC: [usize; 6] = [4, 5, 6, 7, 8, 11];
-    /// Ranged accesses (memcpy, memset, memmove, struct copies).
-    pub const RANGE: usize = 9;
-    /// stdio stream and libc RNG calls.
-    pub const STDIO: usize = 10;
-}
-
 /// Records of one thread.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ThreadRec {

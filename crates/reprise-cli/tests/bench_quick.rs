@@ -77,7 +77,10 @@ fn bench_quick_writes_tables_and_every_replay_verifies() {
         .iter()
         .map(|c| num(rec, c))
         .sum();
-    assert!(num(rec, "reads") > 0 && num(rec, "writes") > 0, "no reads/writes counted: {csv}");
+    assert!(
+        num(rec, "reads") > 0 && num(rec, "writes") > 0,
+        "no reads/writes counted: {csv}"
+    );
     assert!(
         kinds <= num(rec, "events") && kinds + 16 >= num(rec, "events"),
         "events by kind ({kinds}) do not add up to the events ({}):\n{csv}",

@@ -250,12 +250,37 @@ pub const F_DIVERGE: u8 = 4;
 pub const F_STATS: u8 = 5;
 /// Frame tag: a piece of a model strategy's log (JSON bytes, concatenated in order).
 pub const F_MODEL: u8 = 6;
-/// Frame tag: events per kind over all threads, [`KINDS`] `u64` counts indexed by kind (read
-/// 1, write 2, atomic 3, lock 4, condvar 5, semaphore 6, create 7, once 8, ranged 9, stdio 10,
-/// join 11); sent once at the process end.
+/// Frame tag: events per kind over all threads, [`KINDS`] `u64` counts indexed by [`kind`];
+/// sent once at the process end.
 pub const F_KINDS: u8 = 7;
 /// Number of event kinds counted in [`F_KINDS`].
 pub const KINDS: usize = 16;
+
+/// Event kinds: folded into the runtime's digests and indices of the [`F_KINDS`] counts.
+pub mod kind {
+    /// Plain read.
+    pub const READ: u64 = 1;
+    /// Plain write.
+    pub const WRITE: u64 = 2;
+    /// Atomic operation.
+    pub const ATOMIC: u64 = 3;
+    /// Mutex / rwlock / spinlock acquisition.
+    pub const LOCK: u64 = 4;
+    /// Condition-variable re-acquisition of its mutex.
+    pub const COND: u64 = 5;
+    /// Semaphore operation.
+    pub const SEM: u64 = 6;
+    /// Thread creation.
+    pub const CREATE: u64 = 7;
+    /// pthread_once.
+    pub const ONCE: u64 = 8;
+    /// Ranged access (memcpy, memset, struct copies).
+    pub const RANGE: u64 = 9;
+    /// stdio stream or libc RNG call.
+    pub const STDIO: u64 = 10;
+    /// Thread join.
+    pub const JOIN: u64 = 11;
+}
 
 /// Record tag in an [`F_THREAD`] frame: thread start, `u32 parent, u32 nth` (8 bytes).
 pub const R_START: u8 = 1;

@@ -11,31 +11,8 @@ use crate::state::{self, Thread, LOG_BUF};
 use core::sync::atomic::Ordering;
 use reprise_proto::*;
 
-/// Event kinds folded into the digest.
-pub mod kind {
-    /// Plain read.
-    pub const READ: u64 = 1;
-    /// Plain write.
-    pub const WRITE: u64 = 2;
-    /// Atomic operation.
-    pub const ATOMIC: u64 = 3;
-    /// Mutex / rwlock / spinlock acquisition.
-    pub const LOCK: u64 = 4;
-    /// Condition-variable re-acquisition of its mutex.
-    pub const COND: u64 = 5;
-    /// Semaphore operation.
-    pub const SEM: u64 = 6;
-    /// Thread creation.
-    pub const CREATE: u64 = 7;
-    /// pthread_once.
-    pub const ONCE: u64 = 8;
-    /// Ranged access (memcpy, memset, struct copies).
-    pub const RANGE: u64 = 9;
-    /// stdio stream or libc RNG call.
-    pub const STDIO: u64 = 10;
-    /// Thread join.
-    pub const JOIN: u64 = 11;
-}
+/// Event kinds folded into the digest (and counted per thread for `F_KINDS`).
+pub use reprise_proto::kind;
 
 /// Order-sensitive mixing step of the digests.
 #[inline(always)]
@@ -103,7 +80,7 @@ pub fn forget_pending(t: &mut Thread) {
 #[inline(always)]
 pub fn count_event(t: &mut Thread, s: u64, pos: u64, k: u64) {
     t.digest = mix(t.digest, (pos << 20) ^ (s << 4) ^ k);
-    t.kinds[k as usize & 15] += 1;
+    t.kinds[k as usize % KINDS] += 1;
     let e = t.events.load(Ordering::Relaxed) + 1;
     t.events.store(e, Ordering::Relaxed);
     // A compare, not a division, on the hot path: `next_ckpt` is the next multiple of the

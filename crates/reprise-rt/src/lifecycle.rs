@@ -332,6 +332,7 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     let n = state::NEXT_TID.load(Ordering::SeqCst);
     let mut frame = [0u8; FRAME_HDR + 32 + 12 * 64];
     let mut finals: usize = 0;
+    let mut kinds = [0u64; KINDS];
     let mut end_bytes = [0u8; 32];
     encode_end(&end, &mut end_bytes);
     let flush_finals = |frame: &mut [u8], finals: usize| {
@@ -340,9 +341,13 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
         crate::channel::send(&frame[..FRAME_HDR + 32 + finals * 12]);
     };
     for tid in 0..n {
-        // SAFETY: slot of a created thread; its log has its own lock.
+        // SAFETY: slot of a created thread; its log has its own lock, and its kind counters no
+        // longer change (every other thread is parked or outside the runtime now).
         let other = unsafe { &mut *state::slot(tid) };
         access::flush_log(other);
+        for (s, c) in kinds.iter_mut().zip(other.kinds.iter()) {
+            *s += c;
+        }
         let o = FRAME_HDR + 32 + finals * 12;
         frame[o..o + 4].copy_from_slice(&tid.to_le_bytes());
         frame[o + 4..o + 12].copy_from_slice(&other.events.load(Ordering::Relaxed).to_le_bytes());
@@ -353,24 +358,15 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
         }
     }
     flush_finals(&mut frame, finals);
-    send_kinds(n);
+    send_kinds(&kinds);
     crate::sud::send_stats();
 }
 
-/// Send the events per kind of threads `0..n`, summed (for `reprise bench` and `reprise info`).
-fn send_kinds(n: u32) {
+/// Send the events per kind, summed over threads (for `reprise bench`).
+fn send_kinds(kinds: &[u64; KINDS]) {
     let mut frame = [0u8; FRAME_HDR + KINDS * 8];
-    let mut sum = [0u64; KINDS];
-    for tid in 0..n {
-        // SAFETY: slot of a created thread; every other thread is parked or outside the
-        // runtime now, so its counters no longer change.
-        let other = unsafe { &*state::slot(tid) };
-        for (s, c) in sum.iter_mut().zip(other.kinds.iter()) {
-            *s += c;
-        }
-    }
     put_frame_header(&mut frame, F_KINDS, KINDS * 8);
-    for (i, c) in sum.iter().enumerate() {
+    for (i, c) in kinds.iter().enumerate() {
         frame[FRAME_HDR + i * 8..FRAME_HDR + i * 8 + 8].copy_from_slice(&c.to_le_bytes());
     }
     crate::channel::send(&frame);

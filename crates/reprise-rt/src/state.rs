@@ -62,7 +62,7 @@ pub struct Thread {
     /// Event number of the next digest checkpoint (0: not computed yet).
     pub next_ckpt: u64,
     /// Events per kind (`access::kind`), reported at the thread's end for `reprise bench`.
-    pub kinds: [u64; 16],
+    pub kinds: [u64; KINDS],
     /// Order-sensitive digest of (stripe, position, kind, value).
     pub digest: u64,
     /// Access whose value is folded into the digest at the next safe point.
@@ -347,7 +347,7 @@ pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
     th.log_len = 0;
     th.entries = 0;
     th.next_ckpt = 0;
-    th.kinds = [0; 16];
+    th.kinds = [0; KINDS];
     th.next_sig = 0;
     th.next_sig_at = u64::MAX;
     if REPLAY.load(Ordering::Relaxed) {
