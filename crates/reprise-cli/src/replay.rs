@@ -166,7 +166,8 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
         stderr: &sink.err,
         exit: &ended.exit,
     };
-    if let Err(why) = verify::compare(&a, &b) {
+    let exact_log = verify::model_log_is_exact(&header.strategy);
+    if let Err(why) = verify::compare(&a, &b, exact_log) {
         return fail(format!("replay diverged: {why}"));
     }
     eprintln!(

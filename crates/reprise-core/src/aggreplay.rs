@@ -184,6 +184,13 @@ impl Recorder for AggrePlayRecorder {
         }
     }
     fn finish(mut self) -> AggrePlayLog {
+        // `WR_x` in canonical order: by reading thread, then program order. Reads of different
+        // threads between the same two writes are concurrent (their interleaving is not part of
+        // the execution AggrePlay reproduces, and the replayer splits `WR_x` by reading thread),
+        // so a faithful replay re-records the same log byte for byte.
+        for v in self.log.wr.values_mut() {
+            v.sort_unstable_by_key(|&(_, e)| (e.thread, e.index));
+        }
         // Threads unknown when a vector was recorded had read nothing: pad with zeros.
         for v in self.log.ex.values_mut() {
             for e in v {

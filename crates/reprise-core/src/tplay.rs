@@ -112,6 +112,12 @@ pub struct TplayLog {
     pub bset: BTreeMap<ThreadId, Vec<Inter>>,
     /// Counters.
     pub stats: TplayStats,
+    /// Acquiring threads per lock, in order (AggrePlay's `L_m`). Not in seed 003, whose
+    /// acquisitions are only `dSet` records ("the source transaction has begun"): with real
+    /// blocking locks that lets a replay take a lock in another order than the recording
+    /// and then wait, holding it, for an event of a thread that blocks on it.
+    #[serde(default)]
+    pub l: BTreeMap<LockId, Vec<ThreadId>>,
 }
 
 impl LogSize for TplayLog {
@@ -133,7 +139,12 @@ impl LogSize for TplayLog {
                         .sum::<usize>()
             })
             .sum();
-        lists(&self.dset) + lists(&self.aset) + lists(&self.bset) + rw
+        let l: usize = self
+            .l
+            .values()
+            .map(|v| enc::OBJ + enc::LEN + v.len() * enc::TID)
+            .sum();
+        lists(&self.dset) + lists(&self.aset) + lists(&self.bset) + rw + l
     }
 }
 
@@ -181,6 +192,8 @@ struct Src {
     t: ThreadId,
     tr: u64,
     vc: Vec<u32>,
+    /// The source thread's own clock when transaction `tr` began (0 for transaction 0).
+    begin: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -247,34 +260,55 @@ impl TplayRecorder {
 
     /// Check the incoming edges of the current event of `t` for an atomicity violation
     /// (`VC(tx.begin) ≤ VC(s)`), then join their clocks.
+    ///
+    /// Every violating source is handled (its transactional interleaving becomes a `bSet`
+    /// record): a transaction-level edge from a source that `tx`'s begin happens before is a
+    /// cycle at replay (e.g. a thread forked inside `tx` that writes what `tx` writes later), so
+    /// leaving one in `dSet` deadlocks the replay. The statistics still count at most one
+    /// violation per transaction, as the seed's example does.
     fn edges(&mut self, t: ThreadId, sources: &[Src]) {
         let th = self.threads.get_mut(&t).unwrap();
-        let mut violated: Option<Src> = None;
-        if th.tr >= 1 && !th.av_reported && !th.begin_vc.is_empty() {
-            violated = sources.iter().find(|s| leq(&th.begin_vc, &s.vc)).cloned();
+        let mut violated: Vec<(Src, bool)> = Vec::new();
+        if th.tr >= 1 && !th.begin_vc.is_empty() {
+            for s in sources {
+                if leq(&th.begin_vc, &s.vc)
+                    && !th.covered.contains(&(s.t, s.tr))
+                    && !violated.iter().any(|(v, _)| v.t == s.t && v.tr == s.tr)
+                {
+                    // Whether an earlier event of tx already happens after θ.tr began (a
+                    // join, a lock or a conflict edge): then θ.tr cannot wait for tx's previous
+                    // event, and the reverse interleaving stays a transactional one.
+                    let hb = s.begin > 0 && at(&th.vc, s.t) >= s.begin;
+                    violated.push((s.clone(), hb));
+                }
+            }
         }
         for s in sources {
             join(&mut th.vc, &s.vc);
         }
-        if let Some(theta) = violated {
-            self.on_violation(t, theta);
+        for (theta, hb) in violated {
+            self.on_violation(t, theta, hb);
         }
     }
 
     /// `onAtomicityViolation` (lines 27-33).
-    fn on_violation(&mut self, t: ThreadId, theta: Src) {
-        let (tr, e) = {
+    fn on_violation(&mut self, t: ThreadId, theta: Src, hb: bool) {
+        let (tr, e, first) = {
             let th = self.threads.get_mut(&t).unwrap();
+            let first = !th.av_reported;
             th.av_reported = true;
             th.covered.insert((theta.t, theta.tr));
-            (th.tr, th.counter)
+            (th.tr, th.counter, first)
         };
-        self.log.stats.violations += 1;
-        let d = self.log.dset.entry(theta.t).or_default();
+        if first {
+            self.log.stats.violations += 1;
+        }
         let rev = Inter::new(t, tr, theta.t, theta.tr);
-        if let Some(p) = d.iter().position(|i| *i == rev) {
-            d.remove(p);
-            self.in_dset.remove(&rev);
+        if !hb && self.in_dset.remove(&rev) {
+            let d = self.log.dset.entry(theta.t).or_default();
+            if let Some(p) = d.iter().rposition(|i| *i == rev) {
+                d.remove(p);
+            }
             self.log
                 .aset
                 .entry(theta.t)
@@ -282,15 +316,13 @@ impl TplayRecorder {
                 .push(Inter::new(t, e - 1, theta.t, theta.tr));
         }
         // The forward interleaving θ.tr ⇝ tx is carried by the bSet record instead.
-        if let Some(d) = self.log.dset.get_mut(&t) {
-            let in_dset = &mut self.in_dset;
-            d.retain(|i| {
-                let keep = !(i.src == theta.t && i.src_id == theta.tr && i.sink_id == tr);
-                if !keep {
-                    in_dset.remove(i);
+        let fwd = Inter::new(theta.t, theta.tr, t, tr);
+        if self.in_dset.remove(&fwd) {
+            if let Some(d) = self.log.dset.get_mut(&t) {
+                if let Some(p) = d.iter().rposition(|i| *i == fwd) {
+                    d.remove(p);
                 }
-                keep
-            });
+            }
         }
         self.log
             .bset
@@ -354,6 +386,7 @@ impl Recorder for TplayRecorder {
                 rc.resize(n as usize, 0);
                 let own = at(&rc, t);
                 let vc = th.vc.clone();
+                let begin = at(&th.begin_vc, t);
                 if changed {
                     self.log.rwset.entry(t).or_default().push(RwRec {
                         rc: rc.clone(),
@@ -370,7 +403,7 @@ impl Recorder for TplayRecorder {
                 self.lw.insert(
                     x,
                     LastWrite {
-                        src: Src { t, tr, vc },
+                        src: Src { t, tr, vc, begin },
                         own_reads: own,
                     },
                 );
@@ -397,6 +430,7 @@ impl Recorder for TplayRecorder {
                     t,
                     tr: th.tr,
                     vc: th.vc.clone(),
+                    begin: at(&th.begin_vc, t),
                 };
                 let tr = th.tr;
                 self.reads.entry(x).or_default().insert(t, me);
@@ -407,19 +441,22 @@ impl Recorder for TplayRecorder {
                 }
             }
             Op::Acquire(m) => {
+                self.log.l.entry(m).or_default().push(t);
                 let prev = self.locks.get(&m).cloned();
                 let mut sources = Vec::new();
                 if let Some((s, Some(rel))) = &prev {
                     if s.t != t {
                         sources.push(Src {
-                            t: s.t,
-                            tr: s.tr,
                             vc: rel.clone(),
+                            ..s.clone()
                         });
                     }
                 }
                 self.edges(t, &sources);
-                let tr = self.threads[&t].tr;
+                let (tr, begin) = {
+                    let th = &self.threads[&t];
+                    (th.tr, at(&th.begin_vc, t))
+                };
                 if let Some((s, _)) = prev {
                     if s.t != t {
                         self.add_dset(t, Inter::new(s.t, s.tr, t, tr));
@@ -432,6 +469,7 @@ impl Recorder for TplayRecorder {
                             t,
                             tr,
                             vc: Vec::new(),
+                            begin,
                         },
                         None,
                     ),
@@ -486,12 +524,14 @@ pub struct TplayReplayer {
     entered: HashMap<ThreadId, u64>,
     reads: HashMap<ThreadId, u32>,
     finished: HashSet<ThreadId>,
+    /// `l` of the log: the next acquirer of each lock.
+    l: HashMap<LockId, VecDeque<ThreadId>>,
 }
 
 #[derive(Default)]
 struct Pops {
-    b: bool,
-    a: bool,
+    b: usize,
+    a: usize,
     rw: bool,
     d: bool,
 }
@@ -519,23 +559,24 @@ impl TplayReplayer {
         let cur = self.cur_tr(t, op);
         let mem = op.loc().is_some();
         if mem {
-            // checkEvent
-            if let Some(r) = self.bset.get(&t).and_then(|q| q.front()) {
-                if k >= r.sink_id {
+            // checkEvent: every record that applies to this event (a violating transaction
+            // can have several sources at one event).
+            if let Some(q) = self.bset.get(&t) {
+                for r in q.iter().take_while(|r| k >= r.sink_id) {
                     if self.tr_of(r.src) > r.src_id {
-                        p.b = true;
+                        p.b += 1;
                     } else {
                         return None;
                     }
                 }
             }
             // checkAv
-            if let Some(r) = self.aset.get(&t).and_then(|q| q.front()) {
-                if cur >= r.sink_id {
+            if let Some(q) = self.aset.get(&t) {
+                for r in q.iter().take_while(|r| cur >= r.sink_id) {
                     let past = self.finished.contains(&r.src)
                         || self.entered.get(&r.src).copied().unwrap_or(0) > r.src_id;
                     if past {
-                        p.a = true;
+                        p.a += 1;
                     } else {
                         return None;
                     }
@@ -555,6 +596,13 @@ impl TplayReplayer {
                     } else {
                         return None;
                     }
+                }
+            }
+        }
+        if let Op::Acquire(m) = *op {
+            if let Some(q) = self.l.get(&m) {
+                if q.front().is_some_and(|&u| u != t) {
+                    return None;
                 }
             }
         }
@@ -583,18 +631,21 @@ impl Replayer for TplayReplayer {
     }
     fn proceed(&mut self, t: ThreadId, op: &Op) {
         let p = self.check(t, op).unwrap_or_default();
-        let pop = |m: &mut HashMap<ThreadId, VecDeque<Inter>>, yes: bool| {
-            if yes {
-                if let Some(q) = m.get_mut(&t) {
-                    q.pop_front();
-                }
+        let pop = |m: &mut HashMap<ThreadId, VecDeque<Inter>>, n: usize| {
+            if let Some(q) = m.get_mut(&t) {
+                q.drain(..n.min(q.len()));
             }
         };
         pop(&mut self.bset, p.b);
         pop(&mut self.aset, p.a);
-        pop(&mut self.dset, p.d);
+        pop(&mut self.dset, p.d as usize);
         if p.rw {
             if let Some(q) = self.rwset.get_mut(&t) {
+                q.pop_front();
+            }
+        }
+        if let Op::Acquire(m) = *op {
+            if let Some(q) = self.l.get_mut(&m) {
                 q.pop_front();
             }
         }
@@ -638,6 +689,9 @@ impl Strategy for Tplay {
         }
         for (&t, v) in &log.rwset {
             r.rwset.insert(t, v.iter().cloned().collect());
+        }
+        for (&m, v) in &log.l {
+            r.l.insert(m, v.iter().copied().collect());
         }
         r
     }
