@@ -11,8 +11,10 @@
 //! - **reprise**: `reprise cc -O2`, then recorded and replayed under each strategy.
 //!
 //! The full bench runs the suite and the bug programs `bench/programs/bugs.txt` names, at the
-//! `small` size (about 1/32 of the suite's own 0.3-2 s defaults, which `--size default` runs):
-//! that is what fits 30 minutes on two cores with all three strategies. A record or replay
+//! `tiny` size (a few milliseconds natively; `--size small` is about 1/32 and `--size default`
+//! the suite's own 0.3-2 s): the model strategies (AggrePlay, TPLAY) cost 0.3-1 µs per event
+//! under one global lock, so tiny is what fits 30 minutes on two cores with all three
+//! strategies and 5 runs (about 20 minutes measured). A record or replay
 //! that runs past `--timeout` is killed with its process group and shown as a lower bound
 //! ("> N× (timeout)"); the remaining runs of that program and strategy are skipped.
 //!
@@ -45,7 +47,7 @@ pub struct BenchOpts {
     pub threads: u32,
     /// Output directory.
     pub out: PathBuf,
-    /// Problem size of suite programs (default: `default`, `tiny` with `--quick`).
+    /// Problem size of suite programs (default: `tiny`).
     pub size: Option<Size>,
     /// Tiny sizes, three programs, one run.
     pub quick: bool,
@@ -60,7 +62,7 @@ const QUICK_PROGRAMS: &[&str] = &["histogram", "counter_race", "prodcons"];
 /// Problem sizes for suite programs (`--size`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
 pub enum Size {
-    /// A few milliseconds natively (the `--quick` default).
+    /// A few milliseconds natively (the default).
     Tiny,
     /// About 1/32 of the default work: a recorded run takes seconds, not minutes.
     Small,
@@ -216,9 +218,7 @@ pub fn run(o: BenchOpts) -> Result<i32> {
             vec!["leap".into(), "aggreplay".into(), "tplay".into()]
         };
     }
-    let size = o
-        .size
-        .unwrap_or(if o.quick { Size::Tiny } else { Size::Small });
+    let size = o.size.unwrap_or(Size::Tiny);
     let mut programs = load_programs(&root)?;
     let wanted: Vec<String> = if !o.programs.is_empty() {
         o.programs.clone()

@@ -108,7 +108,8 @@ enum Cmd {
         /// Output directory.
         #[arg(long, default_value = "bench-results")]
         out: PathBuf,
-        /// Problem size of suite programs (default: small, about 1/32 of the programs' own 0.3-2 s; tiny with --quick).
+        /// Problem size of suite programs (default: tiny, a few milliseconds natively; small is
+        /// about 1/32 of the programs' own 0.3-2 s, default their own size).
         #[arg(long, value_enum)]
         size: Option<bench::Size>,
         /// Three programs, tiny sizes, one run.

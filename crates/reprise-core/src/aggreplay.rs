@@ -32,7 +32,8 @@
 
 use crate::event::{enc, Event, EventId, Loc, LockId, Op, ThreadId};
 use crate::strategy::{LogSize, Recorder, Replayer, Strategy};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// An entry of `EX_t`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -128,6 +129,11 @@ pub struct AggrePlayRecorder {
     rc: HashMap<(ThreadId, Loc), Vec<u32>>,
     last_write: HashMap<Loc, EventId>,
     nthreads: u32,
+    /// `W_x` and `WR_x` while recording (hashed; ordered by location at `finish`).
+    w: HashMap<Loc, Vec<EventId>>,
+    wr: HashMap<Loc, Vec<(EventId, EventId)>>,
+    /// Reused buffer of the write path.
+    others: Vec<(ThreadId, u32)>,
 }
 
 impl AggrePlayRecorder {
@@ -147,13 +153,16 @@ impl Recorder for AggrePlayRecorder {
         match ev.op {
             Op::Write(x) | Op::Rmw(x) => {
                 // updateReadVectors (lines 20-25) with O1/O2.
-                let others: Vec<(ThreadId, u32)> = (0..self.nthreads)
-                    .filter(|&u| u != t)
-                    .map(|u| (u, self.own(u, x)))
-                    .collect();
+                let mut others = std::mem::take(&mut self.others);
+                others.clear();
+                others.extend(
+                    (0..self.nthreads)
+                        .filter(|&u| u != t)
+                        .map(|u| (u, self.own(u, x))),
+                );
                 let rc = self.rc.entry((t, x)).or_default();
                 let mut changed = false;
-                for (u, n) in others {
+                for &(u, n) in &others {
                     if n > 0 && get(rc, u as usize) != n {
                         *slot(rc, u) = n;
                         changed = true;
@@ -166,15 +175,16 @@ impl Recorder for AggrePlayRecorder {
                 } else {
                     ExEntry::Null
                 };
+                self.others = others;
                 self.log.ex.entry(t).or_default().push(entry);
-                self.log.w.entry(x).or_default().push(e);
+                self.w.entry(x).or_default().push(e);
                 self.last_write.insert(x, e);
             }
             Op::Read(x) => {
                 *slot(self.rc.entry((t, x)).or_default(), t) += 1;
                 if let Some(&lw) = self.last_write.get(&x) {
                     if lw.thread != t {
-                        self.log.wr.entry(x).or_default().push((lw, e));
+                        self.wr.entry(x).or_default().push((lw, e));
                     }
                 }
             }
@@ -184,6 +194,8 @@ impl Recorder for AggrePlayRecorder {
         }
     }
     fn finish(mut self) -> AggrePlayLog {
+        self.log.w.extend(self.w.drain());
+        self.log.wr.extend(self.wr.drain());
         // `WR_x` in canonical order: by reading thread, then program order. Reads of different
         // threads between the same two writes are concurrent (their interleaving is not part of
         // the execution AggrePlay reproduces, and the replayer splits `WR_x` by reading thread),

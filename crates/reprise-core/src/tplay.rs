@@ -48,7 +48,9 @@
 
 use crate::event::{enc, Event, Loc, LockId, Op, ThreadId};
 use crate::strategy::{LogSize, Recorder, Replayer, Strategy};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
 
 /// An interleaving record `<a,b,c,d>`.
 #[derive(
@@ -166,6 +168,9 @@ struct RThread {
     tr: u64,
     counter: u64,
     vc: Vec<u32>,
+    /// `vc` shared with the sources made from it; valid while only this thread's own entry
+    /// changed since it was taken (a source carries its own entry separately).
+    snap: Option<Rc<[u32]>>,
     begin_vc: Vec<u32>,
     av_reported: bool,
     /// Source transactions whose interleavings into the current transaction a `bSet` record covers.
@@ -180,9 +185,37 @@ impl RThread {
             tr: 0,
             counter: 0,
             vc,
+            snap: None,
             begin_vc: Vec::new(),
             av_reported: false,
-            covered: HashSet::new(),
+            covered: HashSet::default(),
+        }
+    }
+
+    /// A source at this thread's current event: the shared snapshot and its own clock.
+    fn src(&mut self, t: ThreadId, tr: u64) -> Src {
+        let vc = self
+            .snap
+            .get_or_insert_with(|| Rc::from(self.vc.as_slice()))
+            .clone();
+        Src {
+            t,
+            tr,
+            vc,
+            own: at(&self.vc, t),
+            begin: at(&self.begin_vc, t),
+        }
+    }
+
+    /// Join a source's clock into this thread's.
+    fn join_src(&mut self, s: &Src) {
+        let mut changed = join(&mut self.vc, &s.vc);
+        if at(&self.vc, s.t) < s.own {
+            set(&mut self.vc, s.t, s.own);
+            changed = true;
+        }
+        if changed {
+            self.snap = None;
         }
     }
 }
@@ -191,7 +224,10 @@ impl RThread {
 struct Src {
     t: ThreadId,
     tr: u64,
-    vc: Vec<u32>,
+    /// The source thread's clock (its own entry may be older than `own`).
+    vc: Rc<[u32]>,
+    /// The source thread's own clock at the source event.
+    own: u32,
     /// The source thread's own clock when transaction `tr` began (0 for transaction 0).
     begin: u32,
 }
@@ -211,18 +247,26 @@ fn set(v: &mut Vec<u32>, i: ThreadId, x: u32) {
     }
     v[i as usize] = x;
 }
-fn join(a: &mut Vec<u32>, b: &[u32]) {
+/// `a := a ⊔ b`; whether `a` changed.
+fn join(a: &mut Vec<u32>, b: &[u32]) -> bool {
     if a.len() < b.len() {
         a.resize(b.len(), 0);
     }
+    let mut changed = false;
     for (x, &y) in a.iter_mut().zip(b) {
-        *x = (*x).max(y);
+        if y > *x {
+            *x = y;
+            changed = true;
+        }
     }
+    changed
 }
-fn leq(a: &[u32], b: &[u32]) -> bool {
-    a.iter()
-        .enumerate()
-        .all(|(i, &x)| x <= at(b, i as ThreadId))
+/// `a ≤ VC(s)`.
+fn leq_src(a: &[u32], s: &Src) -> bool {
+    a.iter().enumerate().all(|(i, &x)| {
+        let i = i as ThreadId;
+        x <= if i == s.t { s.own } else { at(&s.vc, i) }
+    })
 }
 
 /// TPLAY record side (algorithm 1 with a RegionTrack-style checker).
@@ -231,10 +275,14 @@ pub struct TplayRecorder {
     log: TplayLog,
     threads: HashMap<ThreadId, RThread>,
     lw: HashMap<Loc, LastWrite>,
-    /// Last read of each thread since the last write, per location (sources of r→w edges).
-    reads: HashMap<Loc, BTreeMap<ThreadId, Src>>,
-    /// `L_m`: last acquisition (thread, transaction) and the release clock.
-    locks: HashMap<LockId, (Src, Option<Vec<u32>>)>,
+    /// Last read of each thread since the last write, per location (sources of r→w edges),
+    /// by thread id.
+    reads: HashMap<Loc, Vec<Src>>,
+    /// `L_m`: last acquisition (thread, transaction) and the release.
+    locks: HashMap<LockId, (Src, Option<Src>)>,
+    /// Reused buffers of the write path (no allocation per event).
+    scratch_src: Vec<Src>,
+    scratch_counts: Vec<u32>,
     finished: HashMap<ThreadId, Vec<u32>>,
     nthreads: u32,
     /// Every record in `log.dset` (each vector holds its sink thread's records): membership
@@ -271,7 +319,7 @@ impl TplayRecorder {
         let mut violated: Vec<(Src, bool)> = Vec::new();
         if th.tr >= 1 && !th.begin_vc.is_empty() {
             for s in sources {
-                if leq(&th.begin_vc, &s.vc)
+                if leq_src(&th.begin_vc, s)
                     && !th.covered.contains(&(s.t, s.tr))
                     && !violated.iter().any(|(v, _)| v.t == s.t && v.tr == s.tr)
                 {
@@ -284,7 +332,7 @@ impl TplayRecorder {
             }
         }
         for s in sources {
-            join(&mut th.vc, &s.vc);
+            th.join_src(s);
         }
         for (theta, hb) in violated {
             self.on_violation(t, theta, hb);
@@ -354,7 +402,8 @@ impl Recorder for TplayRecorder {
                     th.begin_vc.clear(); // no check at the begin event itself
                     self.log.stats.transactions += 1;
                 }
-                let mut sources: Vec<Src> = Vec::new();
+                let mut sources = std::mem::take(&mut self.scratch_src);
+                sources.clear();
                 let lw = self.lw.get(&x).cloned();
                 if let Some(l) = &lw {
                     if l.src.t != t {
@@ -362,16 +411,17 @@ impl Recorder for TplayRecorder {
                     }
                 }
                 if let Some(r) = self.reads.get(&x) {
-                    sources.extend(r.iter().filter(|(&u, _)| u != t).map(|(_, s)| s.clone()));
+                    sources.extend(r.iter().filter(|s| s.t != t).cloned());
                 }
                 self.edges(t, &sources);
+                self.scratch_src = sources;
                 let n = self.nthreads;
-                let counts: Vec<u32> = (0..n)
-                    .map(|u| self.threads.get(&u).map_or(0, |o| at(&o.rc, u)))
-                    .collect();
+                let mut counts = std::mem::take(&mut self.scratch_counts);
+                counts.clear();
+                counts.extend((0..n).map(|u| self.threads.get(&u).map_or(0, |o| at(&o.rc, u))));
                 let th = self.threads.get_mut(&t).unwrap();
                 if begins {
-                    th.begin_vc = th.vc.clone();
+                    th.begin_vc.clone_from(&th.vc);
                 }
                 // recordRW (lines 23-26).
                 let mut changed = false;
@@ -381,21 +431,22 @@ impl Recorder for TplayRecorder {
                         changed = true;
                     }
                 }
+                self.scratch_counts = counts;
                 let tr = th.tr;
-                let mut rc = th.rc.clone();
-                rc.resize(n as usize, 0);
-                let own = at(&rc, t);
-                let vc = th.vc.clone();
-                let begin = at(&th.begin_vc, t);
+                let own = at(&th.rc, t);
+                let me = th.src(t, tr);
+                let lw_reads = lw.as_ref().map(|l| at(&th.rc, l.src.t));
                 if changed {
-                    self.log.rwset.entry(t).or_default().push(RwRec {
-                        rc: rc.clone(),
-                        thread: t,
-                        tr,
-                    });
+                    let mut rc = th.rc.clone();
+                    rc.resize(n as usize, 0);
+                    self.log
+                        .rwset
+                        .entry(t)
+                        .or_default()
+                        .push(RwRec { rc, thread: t, tr });
                 }
                 if let Some(l) = lw {
-                    let absorbed = changed && at(&rc, l.src.t) > l.own_reads;
+                    let absorbed = changed && lw_reads.unwrap_or(0) > l.own_reads;
                     if l.src.t != t && !absorbed {
                         self.add_dset(t, Inter::new(l.src.t, l.src.tr, t, tr));
                     }
@@ -403,11 +454,13 @@ impl Recorder for TplayRecorder {
                 self.lw.insert(
                     x,
                     LastWrite {
-                        src: Src { t, tr, vc, begin },
+                        src: me,
                         own_reads: own,
                     },
                 );
-                self.reads.remove(&x);
+                if let Some(r) = self.reads.get_mut(&x) {
+                    r.clear(); // keeps the allocation for the location's next reads
+                }
                 self.threads.get_mut(&t).unwrap().psi = Psi::Write;
             }
             Op::Read(x) => {
@@ -417,23 +470,17 @@ impl Recorder for TplayRecorder {
                     set(&mut th.rc, t, c);
                 }
                 let lw = self.lw.get(&x).cloned();
-                let mut sources = Vec::new();
-                if let Some(l) = &lw {
-                    if l.src.t != t {
-                        sources.push(l.src.clone());
-                    }
-                }
-                self.edges(t, &sources);
+                let source = lw.as_ref().filter(|l| l.src.t != t).map(|l| l.src.clone());
+                self.edges(t, source.as_slice());
                 let th = self.threads.get_mut(&t).unwrap();
                 th.psi = Psi::Read;
-                let me = Src {
-                    t,
-                    tr: th.tr,
-                    vc: th.vc.clone(),
-                    begin: at(&th.begin_vc, t),
-                };
                 let tr = th.tr;
-                self.reads.entry(x).or_default().insert(t, me);
+                let me = th.src(t, tr);
+                let r = self.reads.entry(x).or_default();
+                match r.binary_search_by_key(&t, |s| s.t) {
+                    Ok(i) => r[i] = me,
+                    Err(i) => r.insert(i, me),
+                }
                 if let Some(l) = lw {
                     if l.src.t != t {
                         self.add_dset(t, Inter::new(l.src.t, l.src.tr, t, tr));
@@ -447,38 +494,29 @@ impl Recorder for TplayRecorder {
                 if let Some((s, Some(rel))) = &prev {
                     if s.t != t {
                         sources.push(Src {
-                            vc: rel.clone(),
-                            ..s.clone()
+                            tr: s.tr,
+                            begin: s.begin,
+                            ..rel.clone()
                         });
                     }
                 }
                 self.edges(t, &sources);
-                let (tr, begin) = {
-                    let th = &self.threads[&t];
-                    (th.tr, at(&th.begin_vc, t))
+                let (tr, me) = {
+                    let th = self.threads.get_mut(&t).unwrap();
+                    (th.tr, th.src(t, th.tr))
                 };
                 if let Some((s, _)) = prev {
                     if s.t != t {
                         self.add_dset(t, Inter::new(s.t, s.tr, t, tr));
                     }
                 }
-                self.locks.insert(
-                    m,
-                    (
-                        Src {
-                            t,
-                            tr,
-                            vc: Vec::new(),
-                            begin,
-                        },
-                        None,
-                    ),
-                );
+                self.locks.insert(m, (me, None));
             }
             Op::Release(m) => {
-                let vc = self.threads[&t].vc.clone();
+                let th = self.threads.get_mut(&t).unwrap();
+                let rel = th.src(t, th.tr);
                 if let Some(l) = self.locks.get_mut(&m) {
-                    l.1 = Some(vc);
+                    l.1 = Some(rel);
                 }
             }
             Op::Fork(u) => {
@@ -488,7 +526,10 @@ impl Recorder for TplayRecorder {
             }
             Op::Join(u) => {
                 if let Some(vc) = self.finished.get(&u).cloned() {
-                    join(&mut self.thread(t).vc, &vc);
+                    let th = self.thread(t);
+                    if join(&mut th.vc, &vc) {
+                        th.snap = None;
+                    }
                 }
             }
         }
@@ -606,7 +647,10 @@ impl TplayReplayer {
                 }
             }
         }
-        if op.is_write() || matches!(op, Op::Acquire(_)) {
+        // dSet at writes, and at acquisitions only when the log has no lock order: with `l`,
+        // the acquisition order is exact, and a `dSet` record at the head of the queue may
+        // come from a later read of the same transaction, whose source can wait for this lock.
+        if op.is_write() || (matches!(op, Op::Acquire(_)) && self.l.is_empty()) {
             if let Some(r) = self.dset.get(&t).and_then(|q| q.front()) {
                 if cur >= r.sink_id {
                     if self.tr_of(r.src) >= r.src_id {

@@ -324,6 +324,9 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
             }
         }
     }
+    // Done waiting: the rest (a model strategy serialises its whole log here) is work, not a
+    // wait the replay watchdog may take for a stuck replay.
+    st.state.store(ST_RUNNING, Ordering::SeqCst);
     state::set_mode(state::M_DONE);
     t.passthrough = true;
     leap::lock_and_flush_all();
