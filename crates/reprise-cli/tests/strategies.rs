@@ -33,6 +33,19 @@ fn replay_outcome(w: &Work, r: &Recorded) -> bool {
     }
 }
 
+/// Recording `i` of `p` under `strategy`, which must exit 0.
+fn record_clean(w: &Work, bin: &str, p: &Program, strategy: &str, i: usize) -> Recorded {
+    let r = record(
+        w,
+        bin,
+        &p.args,
+        &format!("{strategy}-{i}.trace"),
+        &["--strategy", strategy],
+    );
+    assert_eq!(r.status, 0, "{} under {strategy} did not exit 0", p.name);
+    r
+}
+
 #[test]
 fn model_strategies_record_and_replay_or_say_why() {
     for name in ["counter_race", "bank", "prodcons", "stencil", "cxx_threads"] {
@@ -41,14 +54,7 @@ fn model_strategies_record_and_replay_or_say_why() {
         let bin = w.build(&p, "gcc");
         for strategy in ["aggreplay", "tplay"] {
             for i in 0..3 {
-                let r = record(
-                    &w,
-                    &bin,
-                    &p.args,
-                    &format!("{strategy}-{i}.trace"),
-                    &["--strategy", strategy],
-                );
-                assert_eq!(r.status, 0, "{name} under {strategy} did not exit 0");
+                let r = record_clean(&w, &bin, &p, strategy, i);
                 assert!(!r.stdout.is_empty());
                 replay_outcome(&w, &r);
             }
@@ -96,14 +102,7 @@ fn model_strategies_replay_a_barrier_kernel() {
     let bin = w.build(&p, "gcc");
     for strategy in ["aggreplay", "tplay"] {
         for i in 0..3 {
-            let r = record(
-                &w,
-                &bin,
-                &p.args,
-                &format!("{strategy}-{i}.trace"),
-                &["--strategy", strategy],
-            );
-            assert_eq!(r.status, 0, "fft under {strategy} did not exit 0");
+            let r = record_clean(&w, &bin, &p, strategy, i);
             assert!(
                 replay_outcome(&w, &r),
                 "{strategy} did not replay fft recording {i}"
