@@ -166,7 +166,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
         stderr: &sink.err,
         exit: &ended.exit,
     };
-    let exact_log = verify::model_log_is_exact(&header.strategy);
+    let exact_log = verify::model_log_is_exact(strategy_flag);
     if let Err(why) = verify::compare(&a, &b, exact_log) {
         return fail(format!("replay diverged: {why}"));
     }

@@ -18,13 +18,14 @@ pub struct RunOutput<'a> {
     pub exit: &'a Exit,
 }
 
-/// Whether a replay under `strategy` re-records the strategy's log byte for byte. AggrePlay's
+/// Whether a replay under the strategy of `strategy_flag` (a config flag, 0 for LEAP)
+/// re-records the strategy's log byte for byte. AggrePlay's
 /// does (its log is canonical: writes and lock acquisitions in order, each read's write);
 /// TPLAY's does not: it orders transactions, not reads, so the read counts of its `rwSet`
 /// and the interleavings of its `dSet` legitimately differ between two runs that read the
 /// same values. TPLAY replays are verified by the value digests of every access instead.
-pub fn model_log_is_exact(strategy: &str) -> bool {
-    strategy != "tplay"
+pub fn model_log_is_exact(strategy_flag: u64) -> bool {
+    strategy_flag & FLAG_TPLAY == 0
 }
 
 fn first_diff(a: &[u8], b: &[u8]) -> usize {

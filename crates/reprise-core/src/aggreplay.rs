@@ -96,12 +96,7 @@ impl LogSize for AggrePlayLog {
                         .sum::<usize>()
             })
             .sum();
-        let l: usize = self
-            .l
-            .values()
-            .map(|v| enc::OBJ + enc::LEN + v.len() * enc::TID)
-            .sum();
-        w + wr + ex + l
+        w + wr + ex + enc::lock_lists(&self.l)
     }
 }
 

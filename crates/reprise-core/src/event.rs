@@ -91,4 +91,12 @@ pub mod enc {
     pub const LEN: usize = 4;
     /// Bytes of one read count inside an RC vector.
     pub const RC: usize = 4;
+
+    /// Bytes of per-lock lists of acquiring threads (`L_m`): a lock id, a length, a thread id
+    /// per acquisition.
+    pub fn lock_lists(
+        l: &std::collections::BTreeMap<crate::LockId, Vec<crate::ThreadId>>,
+    ) -> usize {
+        l.values().map(|v| OBJ + LEN + v.len() * TID).sum()
+    }
 }

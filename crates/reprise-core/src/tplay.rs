@@ -141,12 +141,7 @@ impl LogSize for TplayLog {
                         .sum::<usize>()
             })
             .sum();
-        let l: usize = self
-            .l
-            .values()
-            .map(|v| enc::OBJ + enc::LEN + v.len() * enc::TID)
-            .sum();
-        lists(&self.dset) + lists(&self.aset) + lists(&self.bset) + rw + l
+        lists(&self.dset) + lists(&self.aset) + lists(&self.bset) + rw + enc::lock_lists(&self.l)
     }
 }
 
@@ -306,6 +301,19 @@ impl TplayRecorder {
         }
     }
 
+    /// Remove record `i` from `dSet` (its sink's list); whether it was there.
+    fn remove_dset(&mut self, i: Inter) -> bool {
+        if !self.in_dset.remove(&i) {
+            return false;
+        }
+        if let Some(d) = self.log.dset.get_mut(&i.sink) {
+            if let Some(p) = d.iter().rposition(|x| *x == i) {
+                d.remove(p);
+            }
+        }
+        true
+    }
+
     /// Check the incoming edges of the current event of `t` for an atomicity violation
     /// (`VC(tx.begin) ≤ VC(s)`), then join their clocks.
     ///
@@ -352,11 +360,7 @@ impl TplayRecorder {
             self.log.stats.violations += 1;
         }
         let rev = Inter::new(t, tr, theta.t, theta.tr);
-        if !hb && self.in_dset.remove(&rev) {
-            let d = self.log.dset.entry(theta.t).or_default();
-            if let Some(p) = d.iter().rposition(|i| *i == rev) {
-                d.remove(p);
-            }
+        if !hb && self.remove_dset(rev) {
             self.log
                 .aset
                 .entry(theta.t)
@@ -364,14 +368,7 @@ impl TplayRecorder {
                 .push(Inter::new(t, e - 1, theta.t, theta.tr));
         }
         // The forward interleaving θ.tr ⇝ tx is carried by the bSet record instead.
-        let fwd = Inter::new(theta.t, theta.tr, t, tr);
-        if self.in_dset.remove(&fwd) {
-            if let Some(d) = self.log.dset.get_mut(&t) {
-                if let Some(p) = d.iter().rposition(|i| *i == fwd) {
-                    d.remove(p);
-                }
-            }
-        }
+        self.remove_dset(Inter::new(theta.t, theta.tr, t, tr));
         self.log
             .bset
             .entry(t)
