@@ -7,6 +7,9 @@ fn main() {
         .flag("-fno-builtin")
         .flag("-fno-delete-null-pointer-checks")
         .flag("-Wno-nonnull-compare")
+        // Forced unwinds (pthread_exit, cancellation) pass through the C interposers and the
+        // thread trampoline, and run their cleanups.
+        .flag("-fexceptions")
         .warnings(true)
         .compile("reprise_shim");
 }

@@ -719,3 +719,38 @@ SPAWNING(int, execve, (const char *f, char *const av[], char *const ev[]), (f, a
 SPAWNING(int, execv, (const char *f, char *const av[]), (f, av))
 SPAWNING(int, execvp, (const char *f, char *const av[]), (f, av))
 SPAWNING(int, execvpe, (const char *f, char *const av[], char *const ev[]), (f, av, ev))
+
+/* ---- thread start and end ---------------------------------------------------------------------
+ * A thread may end by glibc's forced unwind (pthread_exit at any depth, cancellation), which runs
+ * the program's cleanup handlers and C++ destructors frame by frame. Only frames with unwind
+ * information may be on that path; the runtime's Rust code is built with panic=abort and its
+ * frames cannot be unwound. So every recorded thread starts in this C trampoline (this file is
+ * built with -fexceptions), and its end is a cleanup of the trampoline's frame: it runs when the
+ * start routine returns and when an unwind passes, after every handler of the program's own. */
+#include <pthread.h>
+extern void *reprise_thread_begin(void *slot, void **arg);
+extern void reprise_thread_finish(void);
+extern void reprise_pthread_exit_begin(void);
+
+static void thread_finish_cleanup(char *unused)
+{
+    (void)unused;
+    reprise_thread_finish();
+}
+
+void *reprise_trampoline(void *slot)
+{
+    void *arg;
+    void *(*start)(void *) = (void *(*)(void *))reprise_thread_begin(slot, &arg);
+    char guard __attribute__((cleanup(thread_finish_cleanup))) = 0;
+    (void)guard;
+    return start(arg);
+}
+
+void pthread_exit(void *r)
+{
+    REAL(void, pthread_exit, (void *));
+    reprise_pthread_exit_begin();
+    real_pthread_exit(r);
+    __builtin_unreachable();
+}

@@ -46,7 +46,6 @@ macro_rules! reals {
 reals! {
     pthread_create(t: *mut pthread_t, a: *const pthread_attr_t, f: StartFn, arg: *mut c_void) -> c_int = "pthread_create";
     pthread_join(t: pthread_t, r: *mut *mut c_void) -> c_int = "pthread_join";
-    pthread_exit(r: *mut c_void) -> () = "pthread_exit";
     pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int = "pthread_mutex_lock";
     pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int = "pthread_mutex_trylock";
     pthread_mutex_timedlock(m: *mut pthread_mutex_t, ts: *const timespec) -> c_int = "pthread_mutex_timedlock";

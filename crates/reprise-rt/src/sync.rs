@@ -506,19 +506,54 @@ pub unsafe extern "C" fn sem_post(s: *mut sem_t) -> c_int {
 /// Address whose stripe orders thread creation (and so deterministic thread ids).
 static CREATE_LOC: u64 = 0;
 
-extern "C-unwind" fn trampoline(arg: *mut c_void) -> *mut c_void {
-    let t = arg as *mut Thread;
+/// A new thread's first runtime step, called by the C trampoline (`reprise_trampoline` in
+/// `csrc/libc_shim.c`) before the program's start routine: adopt the slot the parent prepared,
+/// log the start, turn Syscall User Dispatch on. Returns the start routine; its argument goes
+/// to `*arg`.
+///
+/// The trampoline is C, not Rust, because a thread may end by glibc's forced unwind
+/// (`pthread_exit` at any depth, cancellation): the unwind must pass only through frames that
+/// can be unwound, and a Rust frame (built with panic=abort) cannot. The thread's end
+/// ([`reprise_thread_finish`]) runs from a cleanup in that C frame, on return and on unwind
+/// alike, after the program's own cleanup handlers and destructors.
+#[no_mangle]
+pub unsafe extern "C" fn reprise_thread_begin(slot: *mut c_void, arg: *mut *mut c_void) -> usize {
+    let t = slot as *mut Thread;
     state::set_cur(t);
-    // SAFETY: the parent initialised this slot for us before creating the thread.
+    // SAFETY: the parent initialised this slot for us before creating the thread; arg is the
+    // trampoline's out-slot.
     let th = unsafe { &mut *t };
     access::log_start(th);
     crate::sud::enable(th);
-    // SAFETY: start_fn is the program's start routine, passed to pthread_create.
-    let f: extern "C-unwind" fn(*mut c_void) -> *mut c_void =
-        unsafe { core::mem::transmute(th.start_fn) };
-    let r = f(th.start_arg as *mut c_void);
+    unsafe { *arg = th.start_arg as *mut c_void };
+    th.start_fn
+}
+
+/// The thread's start routine returned or its unwind (pthread_exit, cancellation) reached the
+/// trampoline: the thread ends now.
+#[no_mangle]
+pub extern "C" fn reprise_thread_finish() {
     crate::lifecycle::thread_end();
-    r
+}
+
+/// `pthread_exit` (the C interposer in `csrc/libc_shim.c` calls this, then glibc's, which
+/// unwinds): a safe point. A thread started through the trampoline ends when the unwind
+/// reaches it; the main thread has no trampoline, so it ends here.
+#[no_mangle]
+pub extern "C" fn reprise_pthread_exit_begin() {
+    let Some(e) = enter() else { return };
+    let t = e.t();
+    access::safe_point(t);
+    let main = t.tid == 0;
+    drop(e);
+    if main {
+        crate::lifecycle::thread_end();
+    }
+}
+
+extern "C" {
+    /// The C trampoline every recorded thread starts in (`csrc/libc_shim.c`).
+    fn reprise_trampoline(slot: *mut c_void) -> *mut c_void;
 }
 
 #[no_mangle]
@@ -572,9 +607,10 @@ pub unsafe extern "C" fn pthread_create(
         }
     }
     let r = blocking(t, || unsafe {
-        // SAFETY: trampoline has the C ABI expected; the C-unwind ABI is call-compatible.
+        // SAFETY: the trampoline has the C start-routine ABI; it is a C function, so the
+        // thread's forced unwind may pass through it.
         let tr: extern "C" fn(*mut c_void) -> *mut c_void =
-            core::mem::transmute(trampoline as extern "C-unwind" fn(*mut c_void) -> *mut c_void);
+            core::mem::transmute(reprise_trampoline as unsafe extern "C" fn(*mut c_void) -> *mut c_void);
         real::pthread_create(th, &a, tr, child.cast())
     });
     if r == 0 {
@@ -708,13 +744,6 @@ pub unsafe extern "C" fn __cxa_guard_abort(g: *mut u64) {
     take_obj(t, g.cast(), kind::ONCE);
     drop(e);
     unsafe { real::__cxa_guard_abort(g) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn pthread_exit(r: *mut c_void) -> ! {
-    crate::lifecycle::thread_end();
-    unsafe { real::pthread_exit(r) };
-    crate::sys::exit_group(125)
 }
 
 #[no_mangle]
