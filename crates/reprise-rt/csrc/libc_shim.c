@@ -31,6 +31,46 @@ extern int reprise_active(void);                /* 1 while recording or replayin
     static ret(*real_##name) params; \
     if (!real_##name) real_##name = (ret(*) params)dlsym(RTLD_NEXT, #name);
 
+/* ---- cancellation points (cancel.rs; the thread section at the end says why) -------------- */
+#include <errno.h>
+#include <pthread.h>
+extern int reprise_cancel_point(void);
+extern void reprise_cancelled(pthread_mutex_t *relock);
+extern void reprise_cancel_exit(void);
+extern void reprise_cancel_unseen(void);
+
+/* The thread's unwind is one the runtime knows: pthread_exit, or a recorded/replayed
+ * cancellation at one of its cancellation points. */
+static __thread int exit_seen;
+
+/* Replay: the recorded thread was cancelled here; end it the same way. */
+__attribute__((noreturn)) static void cancel_now(void)
+{
+    REAL(void, pthread_exit, (void *));
+    exit_seen = 1;
+    reprise_cancel_exit();
+    real_pthread_exit(PTHREAD_CANCELED);
+    __builtin_unreachable();
+}
+#define CANCEL_POINT() do { if (reprise_cancel_point()) cancel_now(); } while (0)
+
+/* Record: `stmt` makes a real call that is a cancellation point; if the thread is cancelled in
+ * it, the cleanup runs during the unwind and logs where (relock: a condition wait's mutex). */
+struct cancel_guard { int armed; pthread_mutex_t *relock; };
+static void cancel_cleanup(struct cancel_guard *g)
+{
+    if (!g->armed) return;
+    exit_seen = 1;
+    reprise_cancelled(g->relock);
+    reprise_cancel_exit();
+}
+#define CANCELLABLE(relock, stmt) \
+    do { \
+        struct cancel_guard cg_ __attribute__((cleanup(cancel_cleanup))) = {1, (relock)}; \
+        stmt; \
+        cg_.armed = 0; \
+    } while (0)
+
 /* ---- stdio: ordered per FILE ------------------------------------------------------------ */
 
 int vfprintf(FILE *f, const char *fmt, va_list ap)
@@ -328,14 +368,16 @@ static long do_read(int fd, void *buf, size_t n, long (*real)(int, void *, size_
         long r = -1;
         int e = 0;
         if (!reprise_io_replaying()) {
-            r = real(fd, buf, n, extra);
+            CANCELLABLE(NULL, r = real(fd, buf, n, extra));
             e = errno;
-        }
+        } else CANCEL_POINT();
         r = io_result(r, e);
         if (r > 0) reprise_io_data(buf, (size_t)r);
         return r;
     }
-    long r = real(fd, buf, n, extra);
+    long r;
+    CANCEL_POINT();
+    CANCELLABLE(NULL, r = real(fd, buf, n, extra));
     int e = errno;
     reprise_io_check((uint64_t)r, "the length of a re-executed file read (the file changed since the recording)");
     if (r > 0) reprise_io_check(hash_bytes(buf, (size_t)r), "the data of a re-executed file read (the file changed since the recording)");
@@ -389,12 +431,15 @@ ssize_t readv(int fd, const struct iovec *iov, int cnt)
     if (cls == IO_EMULATE) {
         long r = -1;
         int e = 0;
-        if (!reprise_io_replaying()) { r = real_readv(fd, iov, cnt); e = errno; }
+        if (!reprise_io_replaying()) { CANCELLABLE(NULL, r = real_readv(fd, iov, cnt)); e = errno; }
+        else CANCEL_POINT();
         r = io_result(r, e);
         if (r > 0) data_iov(iov, cnt, r);
         return r;
     }
-    long r = real_readv(fd, iov, cnt);
+    long r;
+    CANCEL_POINT();
+    CANCELLABLE(NULL, r = real_readv(fd, iov, cnt));
     int e = errno;
     reprise_io_check((uint64_t)r, "the length of a re-executed file read (the file changed since the recording)");
     if (r > 0) reprise_io_check(hash_iov(iov, cnt, r), "the data of a re-executed file read (the file changed since the recording)");
@@ -414,7 +459,9 @@ static long do_write(int fd, const void *buf, size_t n, long (*real)(int, const 
     uint64_t h = iov ? hash_iov(iov, cnt, (long)n) : hash_bytes(buf, n);
     int reproduce = io_class(fd == 1 || fd == 2) != 0;
     if (reproduce) {
-        long r = real(fd, buf, n, extra);
+        long r;
+        CANCEL_POINT();
+        CANCELLABLE(NULL, r = real(fd, buf, n, extra));
         int e = errno;
         reprise_io_check((uint64_t)r, "a write to stdout/stderr");
         reprise_io_check(h, "the data written to stdout/stderr");
@@ -424,10 +471,10 @@ static long do_write(int fd, const void *buf, size_t n, long (*real)(int, const 
     long r = 0;
     int e = 0;
     if (!reprise_io_replaying()) {
-        r = real(fd, buf, n, extra);
+        CANCELLABLE(NULL, r = real(fd, buf, n, extra));
         e = errno;
         if (r > 0) mark_written(fd);
-    }
+    } else CANCEL_POINT();
     reprise_io_check(h, "the data of a write (the program wrote something else)");
     return io_result(r, e);
 }
@@ -513,7 +560,8 @@ static int placeholder(int want)
         reprise_safe_point();                                               \
         long r = -1;                                                        \
         int e = 0;                                                          \
-        if (!reprise_io_replaying()) { r = (long)real_##name args; e = errno; } \
+        if (!reprise_io_replaying()) { CANCELLABLE(NULL, r = (long)real_##name args); e = errno; } \
+        else CANCEL_POINT();                                                \
         return (ret)io_result(r, e);                                        \
     }
 NET_RESULT(int, bind, (int fd, const struct sockaddr *a, socklen_t l), (fd, a, l))
@@ -545,7 +593,8 @@ static int accept_common(int fd, struct sockaddr *addr, socklen_t *alen, int fla
     /* accept blocks: perform it with nothing held, then take the descriptor turn. */
     reprise_safe_point();
     int r = -1, e = 0;
-    if (!reprise_io_replaying()) { r = real_accept4(fd, addr, alen, flags); e = errno; }
+    if (!reprise_io_replaying()) { CANCELLABLE(NULL, r = real_accept4(fd, addr, alen, flags)); e = errno; }
+    else CANCEL_POINT();
     reprise_ordered(&fd_alloc_obj);
     r = (int)io_result(r, e);
     if (r >= 0 && addr && alen) {
@@ -596,7 +645,8 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
     if (!reprise_active()) return real_poll(fds, n, timeout);
     reprise_safe_point();
     int r = -1, e = 0;
-    if (!reprise_io_replaying()) { r = real_poll(fds, n, timeout); e = errno; }
+    if (!reprise_io_replaying()) { CANCELLABLE(NULL, r = real_poll(fds, n, timeout)); e = errno; }
+    else CANCEL_POINT();
     r = (int)io_result(r, e);
     if (r >= 0) reprise_io_data(fds, n * sizeof *fds);
     return r;
@@ -607,7 +657,8 @@ int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
     if (!reprise_active()) return real_select(n, rd, wr, ex, tv);
     reprise_safe_point();
     int r = -1, e = 0;
-    if (!reprise_io_replaying()) { r = real_select(n, rd, wr, ex, tv); e = errno; }
+    if (!reprise_io_replaying()) { CANCELLABLE(NULL, r = real_select(n, rd, wr, ex, tv)); e = errno; }
+    else CANCEL_POINT();
     r = (int)io_result(r, e);
     if (r >= 0) {
         if (rd) reprise_io_data(rd, sizeof *rd);
@@ -630,7 +681,8 @@ int epoll_wait(int ep, struct epoll_event *evs, int max, int timeout)
     if (!reprise_active()) return real_epoll_wait(ep, evs, max, timeout);
     reprise_safe_point();
     int r = -1, e = 0;
-    if (!reprise_io_replaying()) { r = real_epoll_wait(ep, evs, max, timeout); e = errno; }
+    if (!reprise_io_replaying()) { CANCELLABLE(NULL, r = real_epoll_wait(ep, evs, max, timeout)); e = errno; }
+    else CANCEL_POINT();
     r = (int)io_result(r, e);
     if (r > 0) reprise_io_data(evs, (size_t)r * sizeof *evs);
     return r;
@@ -725,16 +777,19 @@ SPAWNING(int, execvpe, (const char *f, char *const av[], char *const ev[]), (f, 
  * the program's cleanup handlers and C++ destructors frame by frame. Only frames with unwind
  * information may be on that path; the runtime's Rust code is built with panic=abort and its
  * frames cannot be unwound. So every recorded thread starts in this C trampoline (this file is
- * built with -fexceptions), and its end is a cleanup of the trampoline's frame: it runs when the
- * start routine returns and when an unwind passes, after every handler of the program's own. */
-#include <pthread.h>
+ * built with -fexceptions), its end is a cleanup of the trampoline's frame (it runs when the
+ * start routine returns and when an unwind passes, after every handler of the program's own),
+ * and every interposed call that is a cancellation point makes its real call from a C frame
+ * (cancel.rs says how a cancellation is recorded and replayed). */
+#include <semaphore.h>
 extern void *reprise_thread_begin(void *slot, void **arg);
 extern void reprise_thread_finish(void);
 extern void reprise_pthread_exit_begin(void);
 
-static void thread_finish_cleanup(char *unused)
+struct end_guard { int returned; };
+static void thread_finish_cleanup(struct end_guard *g)
 {
-    (void)unused;
+    if (!g->returned && !exit_seen) reprise_cancel_unseen();
     reprise_thread_finish();
 }
 
@@ -742,15 +797,355 @@ void *reprise_trampoline(void *slot)
 {
     void *arg;
     void *(*start)(void *) = (void *(*)(void *))reprise_thread_begin(slot, &arg);
-    char guard __attribute__((cleanup(thread_finish_cleanup))) = 0;
-    (void)guard;
-    return start(arg);
+    struct end_guard g __attribute__((cleanup(thread_finish_cleanup))) = {0};
+    void *r = start(arg);
+    g.returned = 1;
+    return r;
 }
 
 void pthread_exit(void *r)
 {
     REAL(void, pthread_exit, (void *));
+    exit_seen = 1;
     reprise_pthread_exit_begin();
     real_pthread_exit(r);
     __builtin_unreachable();
 }
+
+/* What the Rust `_pre` step of a blocking interposer answers (sync.rs). */
+enum { PRE_NATIVE, PRE_CALL, PRE_DONE, PRE_CANCEL };
+
+void pthread_testcancel(void)
+{
+    REAL(void, pthread_testcancel, (void));
+    if (!reprise_active()) { real_pthread_testcancel(); return; }
+    CANCEL_POINT();
+    CANCELLABLE(NULL, real_pthread_testcancel());
+}
+
+/* pthread_cancel: performed while recording (the target acts at a cancellation point, which
+ * records where); not performed in replay, where the target ends at the recorded point. */
+int pthread_cancel(pthread_t th)
+{
+    REAL(int, pthread_cancel, (pthread_t));
+    if (!reprise_active()) return real_pthread_cancel(th);
+    reprise_safe_point();
+    long r = 0;
+    if (!reprise_io_replaying()) r = real_pthread_cancel(th);
+    return (int)reprise_input((uint64_t)r);
+}
+
+/* Condition waits. The real functions of the current ABI (GLIBC_2.3.2, not the 2.2.5 one). */
+extern int reprise_cond_wait_pre(pthread_mutex_t *m, int timed, int *out);
+extern int reprise_cond_wait_post(pthread_mutex_t *m, int timed, int r);
+static int cond_wait_common(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *ts, int clk)
+{
+    static int (*wait)(pthread_cond_t *, pthread_mutex_t *);
+    static int (*timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+    static int (*clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *);
+    if (!wait) wait = (int (*)(pthread_cond_t *, pthread_mutex_t *))dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.3.2");
+    if (!timedwait)
+        timedwait = (int (*)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *))dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2");
+    if (!clockwait)
+        clockwait = (int (*)(pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *))dlsym(RTLD_NEXT, "pthread_cond_clockwait");
+#define REAL_WAIT() (!ts ? wait(c, m) : clk < 0 ? timedwait(c, m, ts) : clockwait(c, m, (clockid_t)clk, ts))
+    int out = 0, r;
+    switch (reprise_cond_wait_pre(m, ts != NULL, &out)) {
+    case PRE_NATIVE: return REAL_WAIT();
+    case PRE_DONE: return out;
+    case PRE_CANCEL: cancel_now();
+    }
+    CANCELLABLE(m, r = REAL_WAIT());
+#undef REAL_WAIT
+    return reprise_cond_wait_post(m, ts != NULL, r);
+}
+int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) { return cond_wait_common(c, m, NULL, -1); }
+int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *ts)
+{
+    return cond_wait_common(c, m, ts, -1);
+}
+int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk, const struct timespec *ts)
+{
+    return cond_wait_common(c, m, ts, (int)clk);
+}
+
+/* Semaphore waits. */
+extern int reprise_sem_wait_pre(sem_t *s, int *out);
+extern int reprise_sem_wait_post(sem_t *s, int r);
+#define SEM_WAIT(name, params, args) \
+    int name params \
+    { \
+        REAL(int, name, params); \
+        int out = 0, r; \
+        switch (reprise_sem_wait_pre(s, &out)) { \
+        case PRE_NATIVE: return real_##name args; \
+        case PRE_DONE: return out; \
+        case PRE_CANCEL: cancel_now(); \
+        } \
+        CANCELLABLE(NULL, r = real_##name args); \
+        return reprise_sem_wait_post(s, r); \
+    }
+SEM_WAIT(sem_wait, (sem_t *s), (s))
+SEM_WAIT(sem_timedwait, (sem_t *s, const struct timespec *ts), (s, ts))
+SEM_WAIT(sem_clockwait, (sem_t *s, clockid_t c, const struct timespec *ts), (s, c, ts))
+
+/* Joins. */
+extern int reprise_join_pre(pthread_t t, int timed, void **ret, int *out);
+extern int reprise_join_post(pthread_t t, int timed, int r);
+#define JOIN(name, params, args, timed) \
+    int name params \
+    { \
+        REAL(int, name, params); \
+        int out = 0, r; \
+        switch (reprise_join_pre(t, timed, ret, &out)) { \
+        case PRE_NATIVE: return real_##name args; \
+        case PRE_DONE: return out; \
+        case PRE_CANCEL: cancel_now(); \
+        } \
+        CANCELLABLE(NULL, r = real_##name args); \
+        return reprise_join_post(t, timed, r); \
+    }
+JOIN(pthread_join, (pthread_t t, void **ret), (t, ret), 0)
+JOIN(pthread_timedjoin_np, (pthread_t t, void **ret, const struct timespec *ts), (t, ret, ts), 1)
+
+/* Sleeps: record sleeps and records the outcome (ret | errno << 32); replay returns it. */
+extern int reprise_sleep_pre(uint64_t *out);
+extern void reprise_sleep_post(uint64_t outcome);
+#define SLEEP(ret, name, params, args, failed) \
+    ret name params \
+    { \
+        REAL(ret, name, params); \
+        uint64_t out = 0; \
+        ret r; \
+        switch (reprise_sleep_pre(&out)) { \
+        case PRE_NATIVE: return real_##name args; \
+        case PRE_DONE: \
+            r = (ret)(uint32_t)out; \
+            if (failed) errno = (int)(out >> 32); \
+            return r; \
+        case PRE_CANCEL: cancel_now(); \
+        } \
+        CANCELLABLE(NULL, r = real_##name args); \
+        int e = (failed) ? errno : 0; \
+        reprise_sleep_post((uint64_t)(uint32_t)r | ((uint64_t)(uint32_t)e << 32)); \
+        if (failed) errno = e; \
+        return r; \
+    }
+SLEEP(int, nanosleep, (const struct timespec *req, struct timespec *rem), (req, rem), r != 0)
+/* clock_nanosleep returns the error number itself. */
+SLEEP(int, clock_nanosleep, (clockid_t c, int flags, const struct timespec *req, struct timespec *rem), (c, flags, req, rem), 0)
+SLEEP(int, usleep, (useconds_t us), (us), r != 0)
+SLEEP(unsigned, sleep, (unsigned s), (s), 0)
+
+/* ---- names: the program's own definitions win ---------------------------------------------------
+ * Every libc name the runtime defines is weak, so a program may define its own `send`, `read`,
+ * `time`, `free` ... (a function or a variable), as it may with glibc alone: its definition is
+ * then the one linked, for its own code, and the runtime does not see those calls (they are
+ * not libc's). The C interposers of this file are weak (#pragma weak below); the Rust ones are
+ * exported as `reprise_<name>` and reached through the weak stubs here. */
+#define RUST_WEAK(name) \
+    __asm__(".pushsection .text." #name ",\"ax\",@progbits\n" \
+            ".weak " #name "\n.type " #name ",@function\n" #name ":\n" \
+            "\tjmp reprise_" #name "\n" \
+            ".size " #name ", .-" #name "\n.popsection\n")
+RUST_WEAK(sched_yield);
+RUST_WEAK(malloc);
+RUST_WEAK(free);
+RUST_WEAK(cfree);
+RUST_WEAK(calloc);
+RUST_WEAK(realloc);
+RUST_WEAK(reallocarray);
+RUST_WEAK(memalign);
+RUST_WEAK(aligned_alloc);
+RUST_WEAK(valloc);
+RUST_WEAK(pvalloc);
+RUST_WEAK(posix_memalign);
+RUST_WEAK(malloc_usable_size);
+RUST_WEAK(sigaction);
+RUST_WEAK(signal);
+RUST_WEAK(setitimer);
+RUST_WEAK(alarm);
+RUST_WEAK(timer_settime);
+RUST_WEAK(pthread_mutex_trylock);
+RUST_WEAK(pthread_mutex_timedlock);
+RUST_WEAK(pthread_rwlock_rdlock);
+RUST_WEAK(pthread_rwlock_wrlock);
+RUST_WEAK(pthread_rwlock_tryrdlock);
+RUST_WEAK(pthread_rwlock_trywrlock);
+RUST_WEAK(pthread_rwlock_timedrdlock);
+RUST_WEAK(pthread_rwlock_timedwrlock);
+RUST_WEAK(pthread_rwlock_unlock);
+RUST_WEAK(pthread_spin_lock);
+RUST_WEAK(pthread_spin_trylock);
+RUST_WEAK(pthread_spin_unlock);
+RUST_WEAK(pthread_mutex_clocklock);
+RUST_WEAK(pthread_cond_signal);
+RUST_WEAK(pthread_cond_broadcast);
+RUST_WEAK(pthread_barrier_wait);
+RUST_WEAK(sem_trywait);
+RUST_WEAK(sem_post);
+RUST_WEAK(pthread_create);
+RUST_WEAK(pthread_tryjoin_np);
+RUST_WEAK(pthread_kill);
+RUST_WEAK(__cxa_guard_acquire);
+RUST_WEAK(__cxa_guard_release);
+RUST_WEAK(__cxa_guard_abort);
+RUST_WEAK(munmap);
+
+/* The unwinder (libgcc_s, or LLVM's libunwind) takes pthread mutexes and a pthread_once of its
+ * own while it unwinds. Those calls are not the program's: the number of frames it visits
+ * differs between a recorded cancellation (unwinding from glibc's signal handler) and its
+ * replay (from pthread_exit), so they pass through unrecorded. */
+#include <link.h>
+static uintptr_t exe_lo, exe_hi, unw_lo, unw_hi;
+static int from_unwinder(const void *ra)
+{
+    uintptr_t a = (uintptr_t)ra;
+    uintptr_t hi = __atomic_load_n(&exe_hi, __ATOMIC_ACQUIRE);
+    if (a >= exe_lo && a < hi) return 0;
+    hi = __atomic_load_n(&unw_hi, __ATOMIC_ACQUIRE);
+    if (hi) return a >= unw_lo && a < hi;
+#if __GLIBC_PREREQ(2, 35)
+    struct dl_find_object o;
+    if (!exe_lo && _dl_find_object((void *)from_unwinder, &o) == 0) {
+        exe_lo = (uintptr_t)o.dlfo_map_start;
+        __atomic_store_n(&exe_hi, (uintptr_t)o.dlfo_map_end, __ATOMIC_RELEASE);
+    }
+    if (_dl_find_object((void *)ra, &o) != 0 || !o.dlfo_link_map || !o.dlfo_link_map->l_name) return 0;
+    const char *name = o.dlfo_link_map->l_name;
+    if (!strstr(name, "libgcc_s.") && !strstr(name, "libunwind.")) return 0;
+    unw_lo = (uintptr_t)o.dlfo_map_start;
+    __atomic_store_n(&unw_hi, (uintptr_t)o.dlfo_map_end, __ATOMIC_RELEASE);
+    return 1;
+#else
+    Dl_info info;
+    if (!dladdr(ra, &info) || !info.dli_fname) return 0;
+    return strstr(info.dli_fname, "libgcc_s.") || strstr(info.dli_fname, "libunwind.");
+#endif
+}
+
+extern int reprise_pthread_mutex_lock(pthread_mutex_t *m);
+extern int reprise_pthread_mutex_unlock(pthread_mutex_t *m);
+extern int reprise_pthread_once(pthread_once_t *o, void (*f)(void));
+int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    REAL(int, pthread_mutex_lock, (pthread_mutex_t *));
+    if (from_unwinder(__builtin_return_address(0))) return real_pthread_mutex_lock(m);
+    return reprise_pthread_mutex_lock(m);
+}
+int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+    REAL(int, pthread_mutex_unlock, (pthread_mutex_t *));
+    if (from_unwinder(__builtin_return_address(0))) return real_pthread_mutex_unlock(m);
+    return reprise_pthread_mutex_unlock(m);
+}
+int pthread_once(pthread_once_t *o, void (*f)(void))
+{
+    REAL(int, pthread_once, (pthread_once_t *, void (*)(void)));
+    if (from_unwinder(__builtin_return_address(0))) return real_pthread_once(o, f);
+    return reprise_pthread_once(o, f);
+}
+
+/* The C interposers of this file (the tests check that the archive defines no libc name
+ * strongly). */
+#pragma weak _IO_putc
+#pragma weak __fprintf_chk
+#pragma weak __printf_chk
+#pragma weak __vfprintf_chk
+#pragma weak __vprintf_chk
+#pragma weak accept
+#pragma weak accept4
+#pragma weak bind
+#pragma weak clock
+#pragma weak clock_gettime
+#pragma weak clock_nanosleep
+#pragma weak close
+#pragma weak connect
+#pragma weak drand48
+#pragma weak epoll_create
+#pragma weak epoll_create1
+#pragma weak epoll_ctl
+#pragma weak epoll_wait
+#pragma weak execv
+#pragma weak execve
+#pragma weak execvp
+#pragma weak execvpe
+#pragma weak fflush
+#pragma weak fgetc
+#pragma weak fgets
+#pragma weak fprintf
+#pragma weak fputc
+#pragma weak fputs
+#pragma weak fread
+#pragma weak fwrite
+#pragma weak getc
+#pragma weak getpeername
+#pragma weak getpid
+#pragma weak getppid
+#pragma weak getrandom
+#pragma weak getsockname
+#pragma weak getsockopt
+#pragma weak gettid
+#pragma weak gettimeofday
+#pragma weak lcong48
+#pragma weak listen
+#pragma weak lrand48
+#pragma weak mrand48
+#pragma weak nanosleep
+#pragma weak open
+#pragma weak open64
+#pragma weak openat
+#pragma weak perror
+#pragma weak poll
+#pragma weak popen
+#pragma weak posix_spawn
+#pragma weak posix_spawnp
+#pragma weak pread
+#pragma weak pread64
+#pragma weak printf
+#pragma weak pthread_cancel
+#pragma weak pthread_cond_clockwait
+#pragma weak pthread_cond_timedwait
+#pragma weak pthread_cond_wait
+#pragma weak pthread_exit
+#pragma weak pthread_join
+#pragma weak pthread_mutex_lock
+#pragma weak pthread_mutex_unlock
+#pragma weak pthread_once
+#pragma weak pthread_testcancel
+#pragma weak pthread_timedjoin_np
+#pragma weak putc
+#pragma weak putchar
+#pragma weak puts
+#pragma weak pwrite
+#pragma weak pwrite64
+#pragma weak rand
+#pragma weak random
+#pragma weak read
+#pragma weak readv
+#pragma weak recv
+#pragma weak recvfrom
+#pragma weak sched_getcpu
+#pragma weak seed48
+#pragma weak select
+#pragma weak sem_clockwait
+#pragma weak sem_timedwait
+#pragma weak sem_wait
+#pragma weak send
+#pragma weak sendto
+#pragma weak setsockopt
+#pragma weak shutdown
+#pragma weak sleep
+#pragma weak socket
+#pragma weak srand
+#pragma weak srand48
+#pragma weak srandom
+#pragma weak syscall
+#pragma weak system
+#pragma weak time
+#pragma weak times
+#pragma weak usleep
+#pragma weak vfprintf
+#pragma weak vprintf
+#pragma weak write
+#pragma weak writev

@@ -10,9 +10,8 @@ use crate::access::{self, kind};
 use crate::entry::enter;
 use crate::real;
 use crate::state;
-use core::ffi::{c_int, c_uint, c_void};
+use core::ffi::{c_int, c_void};
 use core::sync::atomic::Ordering;
-use libc::timespec;
 
 #[inline(always)]
 fn replaying() -> bool {
@@ -58,61 +57,43 @@ pub extern "C" fn reprise_input(live: u64) -> u64 {
     access::result(t, if replaying() { None } else { Some(live) })
 }
 
-/// Run a sleep: for real while recording (its return recorded), not at all in replay.
-fn sleep_call(real_call: impl FnOnce() -> c_int, failed: impl Fn(c_int) -> bool) -> c_int {
-    let Some(e) = enter() else { return real_call() };
+/// A sleep (`nanosleep`, `clock_nanosleep`, `usleep`, `sleep`: the C interposer makes the real
+/// call, a cancellation point), before the real call: a safe point. Record sleeps for real and
+/// records the outcome in [`reprise_sleep_post`]; replay does not sleep (no real time in
+/// replay): it stores the recorded outcome (`return value | errno << 32`) in `out`, or ends
+/// the thread where the recording's was cancelled.
+///
+/// # Safety
+/// `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn reprise_sleep_pre(out: *mut u64) -> c_int {
+    let Some(e) = enter() else {
+        return crate::sync::PRE_NATIVE;
+    };
     let t = e.t();
     access::safe_point(t);
-    if replaying() {
-        let r = access::result(t, None);
-        let (ret, err) = ((r & 0xffff_ffff) as u32 as c_int, (r >> 32) as c_int);
-        if failed(ret) {
-            // SAFETY: this thread's errno.
-            unsafe { *libc::__errno_location() = err };
-        }
-        ret
-    } else {
-        let r = real_call();
-        // SAFETY: this thread's errno, as the real call left it.
-        let err = if failed(r) {
-            unsafe { *libc::__errno_location() }
-        } else {
-            0
-        };
-        access::result(t, Some((r as u32 as u64) | ((err as u32 as u64) << 32)));
-        // SAFETY: restore the real call's errno after the runtime's work.
-        unsafe { *libc::__errno_location() = err };
-        r
+    if !replaying() {
+        t.sud_hold = true;
+        return crate::sync::PRE_CALL;
+    }
+    if crate::cancel::replayed_here(t) {
+        return crate::sync::PRE_CANCEL;
+    }
+    // SAFETY: the caller's out-slot.
+    unsafe { *out = access::result(t, None) };
+    crate::sync::PRE_DONE
+}
+
+/// The real sleep of [`reprise_sleep_pre`] ended with `outcome` (`return value | errno << 32`).
+#[no_mangle]
+pub extern "C" fn reprise_sleep_post(outcome: u64) {
+    let _e = crate::sys::ErrnoGuard::new();
+    if let Some(g) = crate::sync::resume() {
+        access::result(g.t(), Some(outcome));
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> c_int {
-    // SAFETY (all below): arguments forwarded unchanged to the real function.
-    sleep_call(|| unsafe { real::nanosleep(req, rem) }, |r| r != 0)
-}
-#[no_mangle]
-pub unsafe extern "C" fn clock_nanosleep(
-    c: libc::clockid_t,
-    flags: c_int,
-    req: *const timespec,
-    rem: *mut timespec,
-) -> c_int {
-    // clock_nanosleep returns the error number itself.
-    sleep_call(
-        || unsafe { real::clock_nanosleep(c, flags, req, rem) },
-        |_| false,
-    )
-}
-#[no_mangle]
-pub unsafe extern "C" fn usleep(us: c_uint) -> c_int {
-    sleep_call(|| unsafe { real::usleep(us) }, |r| r != 0)
-}
-#[no_mangle]
-pub unsafe extern "C" fn sleep(s: c_uint) -> c_uint {
-    sleep_call(|| unsafe { real::sleep(s) as c_int }, |_| false) as c_uint
-}
-#[no_mangle]
+#[export_name = "reprise_sched_yield"]
 pub unsafe extern "C" fn sched_yield() -> c_int {
     if let Some(e) = enter() {
         access::safe_point(e.t());

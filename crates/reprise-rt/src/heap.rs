@@ -214,7 +214,7 @@ impl Drop for RtGuard {
     }
 }
 
-#[no_mangle]
+#[export_name = "reprise_malloc"]
 pub extern "C" fn malloc(n: usize) -> *mut c_void {
     let _g = RtGuard::new();
     let p = alloc(n);
@@ -224,16 +224,16 @@ pub extern "C" fn malloc(n: usize) -> *mut c_void {
     }
     p
 }
-#[no_mangle]
+#[export_name = "reprise_free"]
 pub extern "C" fn free(p: *mut c_void) {
     let _g = RtGuard::new();
     free_block(p)
 }
-#[no_mangle]
+#[export_name = "reprise_cfree"]
 pub extern "C" fn cfree(p: *mut c_void) {
     free(p)
 }
-#[no_mangle]
+#[export_name = "reprise_calloc"]
 pub extern "C" fn calloc(a: usize, b: usize) -> *mut c_void {
     let _g = RtGuard::new();
     let Some(n) = a.checked_mul(b) else {
@@ -247,7 +247,7 @@ pub extern "C" fn calloc(a: usize, b: usize) -> *mut c_void {
     }
     p
 }
-#[no_mangle]
+#[export_name = "reprise_realloc"]
 pub extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
     let _g = RtGuard::new();
     if p.is_null() {
@@ -273,31 +273,31 @@ pub extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
     }
     q
 }
-#[no_mangle]
+#[export_name = "reprise_reallocarray"]
 pub extern "C" fn reallocarray(p: *mut c_void, a: usize, b: usize) -> *mut c_void {
     match a.checked_mul(b) {
         Some(n) => realloc(p, n),
         None => core::ptr::null_mut(),
     }
 }
-#[no_mangle]
+#[export_name = "reprise_memalign"]
 pub extern "C" fn memalign(align: usize, n: usize) -> *mut c_void {
     let _g = RtGuard::new();
     alloc_aligned(align, n)
 }
-#[no_mangle]
+#[export_name = "reprise_aligned_alloc"]
 pub extern "C" fn aligned_alloc(align: usize, n: usize) -> *mut c_void {
     memalign(align, n)
 }
-#[no_mangle]
+#[export_name = "reprise_valloc"]
 pub extern "C" fn valloc(n: usize) -> *mut c_void {
     memalign(4096, n)
 }
-#[no_mangle]
+#[export_name = "reprise_pvalloc"]
 pub extern "C" fn pvalloc(n: usize) -> *mut c_void {
     memalign(4096, n.next_multiple_of(4096))
 }
-#[no_mangle]
+#[export_name = "reprise_posix_memalign"]
 pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, n: usize) -> c_int {
     if !align.is_power_of_two() || align % core::mem::size_of::<usize>() != 0 {
         return libc::EINVAL;
@@ -310,7 +310,7 @@ pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, n: 
     unsafe { *out = p };
     0
 }
-#[no_mangle]
+#[export_name = "reprise_malloc_usable_size"]
 pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
     if p.is_null() {
         return 0;

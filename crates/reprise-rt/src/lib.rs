@@ -21,6 +21,7 @@
 
 pub mod access;
 pub mod calls;
+pub mod cancel;
 pub mod channel;
 pub mod entry;
 pub mod heap;

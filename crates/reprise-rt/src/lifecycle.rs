@@ -38,6 +38,7 @@ pub fn after_init() {
         }
     }
     crate::sud::install_handler();
+    load_unwinder();
     // The runtime's descriptors are not for programs this one starts.
     for fd in [FD_CONFIG, FD_CHANNEL, FD_STATUS, FD_LOG] {
         // SAFETY: fcntl on the runtime's own descriptors.
@@ -74,6 +75,20 @@ pub fn after_init() {
         access::log_start(th);
         crate::sud::enable(th);
     }
+}
+
+/// glibc loads the unwinder (libgcc_s) the first time a thread unwinds (pthread_exit,
+/// cancellation) or calls pthread_cancel, with allocations from whichever thread gets there
+/// first: racy, and a replayed cancellation unwinds at another moment than the recorded one
+/// (replay does not perform pthread_cancel). Loading it now, at start in both modes, takes
+/// that work out of the program's run.
+fn load_unwinder() {
+    extern "C" {
+        fn backtrace(buf: *mut *mut libc::c_void, n: libc::c_int) -> libc::c_int;
+    }
+    let mut buf = [core::ptr::null_mut(); 1];
+    // SAFETY: a one-entry buffer; glibc's backtrace loads its unwind link on first use.
+    unsafe { backtrace(buf.as_mut_ptr(), 1) };
 }
 
 /// If the fault is a trapped `rdtsc`/`rdtscp`, emulate it: the value is a recorded input.

@@ -222,22 +222,33 @@ pub fn event(t: &mut Thread, op: impl Fn() -> Op) {
 /// A blocking acquisition in replay: wait for permission, release G, perform `f` (the real
 /// blocking call), then take G and tell the model. While recording: `f` first, then the event.
 pub fn blocking_event<R>(t: &mut Thread, op: Op, f: impl FnOnce() -> R) -> R {
-    crate::leap::release_held(t);
-    if !state::REPLAY.load(Ordering::Relaxed) {
-        let r = f();
-        event(t, || op);
-        return r;
-    }
-    lock_g();
-    wait_may(t, &op);
-    unlock_g();
+    blocking_begin(t, &op);
     let r = f();
+    blocking_end(t, op);
+    r
+}
+
+/// The part of [`blocking_event`] before its blocking call (for a call made by the C shim).
+pub fn blocking_begin(t: &mut Thread, op: &Op) {
+    crate::leap::release_held(t);
+    if state::REPLAY.load(Ordering::Relaxed) {
+        lock_g();
+        wait_may(t, op);
+        unlock_g();
+    }
+}
+
+/// The part of [`blocking_event`] after its blocking call.
+pub fn blocking_end(t: &mut Thread, op: Op) {
+    if !state::REPLAY.load(Ordering::Relaxed) {
+        event(t, || op);
+        return;
+    }
     lock_g();
     t.held = HELD_G;
     proceed(t, &op);
     observe(t, op);
     bump();
-    r
 }
 
 /// The operation of an access of `kind` (see access::kind) at granule `g`.

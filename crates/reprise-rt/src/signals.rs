@@ -130,7 +130,7 @@ pub fn deliver(t: &mut Thread) {
     }
 }
 
-#[no_mangle]
+#[export_name = "reprise_sigaction"]
 pub unsafe extern "C" fn sigaction(
     sig: c_int,
     act: *const libc::sigaction,
@@ -183,7 +183,7 @@ pub unsafe extern "C" fn sigaction(
     r
 }
 
-#[no_mangle]
+#[export_name = "reprise_signal"]
 pub unsafe extern "C" fn signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
     // SAFETY: building a plain sigaction; `sigaction` above does the rest.
     unsafe {
@@ -218,7 +218,7 @@ fn timer_call(f: impl FnOnce() -> c_int, old: *mut c_void, old_size: usize) -> c
     }
 }
 
-#[no_mangle]
+#[export_name = "reprise_setitimer"]
 pub unsafe extern "C" fn setitimer(
     which: c_int,
     new: *const libc::itimerval,
@@ -235,7 +235,7 @@ pub unsafe extern "C" fn setitimer(
     )
 }
 
-#[no_mangle]
+#[export_name = "reprise_alarm"]
 pub unsafe extern "C" fn alarm(s: libc::c_uint) -> libc::c_uint {
     type F = unsafe extern "C" fn(libc::c_uint) -> libc::c_uint;
     // SAFETY: libc's alarm has this type.
@@ -243,7 +243,7 @@ pub unsafe extern "C" fn alarm(s: libc::c_uint) -> libc::c_uint {
     timer_call(|| unsafe { real(s) as c_int }, core::ptr::null_mut(), 0) as libc::c_uint
 }
 
-#[no_mangle]
+#[export_name = "reprise_timer_settime"]
 pub unsafe extern "C" fn timer_settime(
     id: *mut c_void,
     flags: c_int,

@@ -165,13 +165,13 @@ unsafe fn release_obj(obj: *const c_void, f: impl FnOnce() -> c_int) -> c_int {
 
 // ---- mutexes ---------------------------------------------------------------------------------
 
-#[no_mangle]
+#[export_name = "reprise_pthread_mutex_lock"]
 pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY (all interposers): arguments are forwarded unchanged to the real function, whose
     // contract the caller upholds.
     unsafe { acquire(m.cast(), kind::LOCK, || real::pthread_mutex_lock(m)) }
 }
-#[no_mangle]
+#[export_name = "reprise_pthread_mutex_trylock"]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
     unsafe {
         attempt(
@@ -182,7 +182,7 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
         )
     }
 }
-#[no_mangle]
+#[export_name = "reprise_pthread_mutex_timedlock"]
 pub unsafe extern "C" fn pthread_mutex_timedlock(
     m: *mut pthread_mutex_t,
     ts: *const timespec,
@@ -196,22 +196,22 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
         )
     }
 }
-#[no_mangle]
+#[export_name = "reprise_pthread_mutex_unlock"]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
     unsafe { release_obj(m.cast(), || real::pthread_mutex_unlock(m)) }
 }
 
 // ---- rwlocks and spinlocks ------------------------------------------------------------------
 
-#[no_mangle]
+#[export_name = "reprise_pthread_rwlock_rdlock"]
 pub unsafe extern "C" fn pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int {
     unsafe { acquire(l.cast(), kind::LOCK, || real::pthread_rwlock_rdlock(l)) }
 }
-#[no_mangle]
+#[export_name = "reprise_pthread_rwlock_wrlock"]
 pub unsafe extern "C" fn pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_int {
     unsafe { acquire(l.cast(), kind::LOCK, || real::pthread_rwlock_wrlock(l)) }
 }
-#[no_mangle]
+#[export_name = "reprise_pthread_rwlock_tryrdlock"]
 pub unsafe extern "C" fn pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int {
     unsafe {
         attempt(
@@ -222,7 +222,7 @@ pub unsafe extern "C" fn pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c
         )
     }
 }
-#[no_mangle]
+#[export_name = "reprise_pthread_rwlock_trywrlock"]
 pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int {
     unsafe {
         attempt(
@@ -233,7 +233,7 @@ pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c
         )
     }
 }
-#[no_mangle]
+#[export_name = "reprise_pthread_rwlock_timedrdlock"]
 pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
     l: *mut pthread_rwlock_t,
     ts: *const timespec,
@@ -247,7 +247,7 @@ pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
         )
     }
 }
-#[no_mangle]
+#[export_name = "reprise_pthread_rwlock_timedwrlock"]
 pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
     l: *mut pthread_rwlock_t,
     ts: *const timespec,
@@ -261,15 +261,15 @@ pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
         )
     }
 }
-#[no_mangle]
+#[export_name = "reprise_pthread_rwlock_unlock"]
 pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int {
     unsafe { release_obj(l.cast(), || real::pthread_rwlock_unlock(l)) }
 }
-#[no_mangle]
+#[export_name = "reprise_pthread_spin_lock"]
 pub unsafe extern "C" fn pthread_spin_lock(l: *mut c_int) -> c_int {
     unsafe { acquire(l.cast(), kind::LOCK, || real::pthread_spin_lock(l)) }
 }
-#[no_mangle]
+#[export_name = "reprise_pthread_spin_trylock"]
 pub unsafe extern "C" fn pthread_spin_trylock(l: *mut c_int) -> c_int {
     unsafe {
         attempt(
@@ -280,101 +280,169 @@ pub unsafe extern "C" fn pthread_spin_trylock(l: *mut c_int) -> c_int {
         )
     }
 }
-#[no_mangle]
+#[export_name = "reprise_pthread_spin_unlock"]
 pub unsafe extern "C" fn pthread_spin_unlock(l: *mut c_int) -> c_int {
     unsafe { release_obj(l.cast(), || real::pthread_spin_unlock(l)) }
 }
 
+// ---- cancellation points: the real call is made by the C interposer ---------------------------
+//
+// A blocking call that is a cancellation point (condition and semaphore waits, joins, sleeps)
+// may end the thread by glibc's forced unwind inside the real call, so the real call must be
+// made from a C frame (`csrc/libc_shim.c`) with no Rust frame between it and the program. The
+// C interposer calls a `_pre` step here, which answers what to do, then (PRE_CALL) makes the
+// real call itself and hands its result to the `_post` step. The `_post` step continues the same
+// runtime call (see [`resume`]): it is not a new runtime entry, since replay usually ends in
+// `_pre` (PRE_DONE) and entries must count alike in both modes.
+
+/// `_pre` answer: the runtime is off for this call; make the real call, nothing else.
+pub const PRE_NATIVE: c_int = 0;
+/// `_pre` answer: make the real call, then call the `_post` step with its result.
+pub const PRE_CALL: c_int = 1;
+/// `_pre` answer: the runtime did the call (replay); return the value it stored.
+pub const PRE_DONE: c_int = 2;
+/// `_pre` answer: the recorded thread was cancelled here; end the thread (replay).
+pub const PRE_CANCEL: c_int = 3;
+
+/// The thread is inside the runtime again, after the real call of a `_pre` step: like an
+/// [`crate::entry::Entry`] (IN_RT set, system calls untrapped until it drops), without counting
+/// a runtime entry or delivering signals.
+pub struct Resumed {
+    t: *mut Thread,
+}
+
+impl Resumed {
+    /// The current thread's slot.
+    #[allow(clippy::mut_from_ref)]
+    pub fn t(&self) -> &mut Thread {
+        // SAFETY: the current thread's own slot.
+        unsafe { &mut *self.t }
+    }
+}
+
+impl Drop for Resumed {
+    fn drop(&mut self) {
+        state::IN_RT.with(|c| c.set(false));
+        let t = self.t();
+        if t.sud_on && !t.sud_hold {
+            t.sud.store(crate::sud::BLOCK, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Continue the runtime call whose `_pre` step returned PRE_CALL. Parks the thread if the
+/// process started ending meanwhile (as [`enter`] does).
+pub fn resume() -> Option<Resumed> {
+    let m = state::mode();
+    let t = state::cur();
+    if t.is_null()
+        || state::IN_RT.with(|c| c.get())
+        || !(m == state::M_RECORD || m == state::M_REPLAY || m == state::M_DONE)
+    {
+        return None;
+    }
+    // SAFETY: the current thread's own slot.
+    let th = unsafe { &mut *t };
+    if th.passthrough {
+        return None;
+    }
+    state::IN_RT.with(|c| c.set(true));
+    if m == state::M_DONE {
+        leap::release_held(th);
+        leap::park_forever(th.tid, ST_AT_END);
+    }
+    th.sud_hold = false;
+    if th.sud_on {
+        th.sud.store(crate::sud::ALLOW, Ordering::Relaxed);
+    }
+    Some(Resumed { t })
+}
+
+/// The thread is about to block in a real call made outside the runtime (for the watchdog);
+/// system calls stay untrapped until then, as inside the runtime.
+fn block_begin(t: &mut Thread) {
+    let st = state::status(t.tid);
+    st.events
+        .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+    st.state.store(ST_BLOCKED, Ordering::SeqCst);
+    t.sud_hold = true;
+}
+
+/// The real call of [`block_begin`] returned.
+fn block_end(t: &Thread) {
+    state::status(t.tid).state.store(ST_RUNNING, Ordering::SeqCst);
+}
+
 // ---- condition variables ----------------------------------------------------------------------
 
-/// Wait on `c`: record performs the real wait and records the mutex re-acquisition (and, for a
-/// timed wait, whether it timed out); replay never waits for real: it releases the mutex and
-/// re-acquires it at its recorded turn, which already encodes the wake-up (signal, broadcast,
-/// timeout or spurious, all alike).
-unsafe fn cond_wait(
-    c: *mut pthread_cond_t,
+/// Wait on a condition variable with mutex `m` (`timed`: with a timeout), before the real
+/// wait. Record performs the real wait (in C) and records the mutex re-acquisition in `_post`
+/// (and, for a timed wait, whether it timed out); replay never waits for real: it releases the
+/// mutex and re-acquires it at its recorded turn, which already encodes the wake-up (signal,
+/// broadcast, timeout or spurious, all alike), or the cancellation.
+///
+/// # Safety
+/// `m` is the caller's mutex, locked by this thread; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn reprise_cond_wait_pre(
     m: *mut pthread_mutex_t,
-    ts: *const timespec,
-    clock: Option<libc::clockid_t>,
+    timed: c_int,
+    out: *mut c_int,
 ) -> c_int {
-    let wait = || unsafe {
-        match (ts.is_null(), clock) {
-            (true, _) => real::pthread_cond_wait(c, m),
-            (false, None) => real::pthread_cond_timedwait(c, m, ts),
-            (false, Some(clk)) => real::pthread_cond_clockwait(c, m, clk, ts),
-        }
-    };
-    let Some(e) = enter() else { return wait() };
+    let Some(e) = enter() else { return PRE_NATIVE };
     let t = e.t();
     access::safe_point(t);
-    if crate::model::active() {
+    let model = crate::model::active();
+    if model {
         // The wait releases the mutex and re-acquires it: a release event, then a blocking
         // acquisition (replay never waits on the real condition variable).
         crate::model::event(t, || reprise_core::Op::Release(m as u64));
         access::count_event(t, 0, 0, kind::COND);
-        if replaying() {
-            unsafe { real::pthread_mutex_unlock(m) };
+    }
+    if replaying() {
+        // SAFETY (this block): the caller's mutex, as the real wait would use it.
+        unsafe { real::pthread_mutex_unlock(m) };
+        let cancelled = crate::cancel::replayed_here(t);
+        if model {
             model_acquire(t, m.cast(), kind::COND, || unsafe {
                 real::pthread_mutex_lock(m)
             });
-            return if ts.is_null() {
-                0
-            } else {
-                access::result(t, None) as c_int
-            };
+        } else {
+            take_obj(t, m.cast(), kind::COND);
+            blocking(t, || unsafe { real::pthread_mutex_lock(m) });
         }
-        crate::leap::release_held(t);
-        let r = blocking(t, wait);
-        take_obj(t, m.cast(), kind::COND);
-        if !ts.is_null() {
-            access::result(t, Some(r as u32 as u64));
+        if cancelled {
+            return PRE_CANCEL;
         }
-        return r;
-    }
-    if replaying() {
-        unsafe { real::pthread_mutex_unlock(m) };
-        take_obj(t, m.cast(), kind::COND);
-        blocking(t, || unsafe { real::pthread_mutex_lock(m) });
-        if ts.is_null() {
+        let r = if timed == 0 {
             0
         } else {
             access::result(t, None) as c_int
-        }
-    } else {
-        let r = blocking(t, wait);
-        take_obj(t, m.cast(), kind::COND);
-        if !ts.is_null() {
-            access::result(t, Some(r as u32 as u64));
-        }
-        r
+        };
+        unsafe { *out = r };
+        return PRE_DONE;
     }
+    if model {
+        crate::leap::release_held(t);
+    }
+    block_begin(t);
+    PRE_CALL
 }
 
+/// The real wait of [`reprise_cond_wait_pre`] returned `r`: the re-acquisition's turn.
 #[no_mangle]
-pub unsafe extern "C" fn pthread_cond_wait(
-    c: *mut pthread_cond_t,
-    m: *mut pthread_mutex_t,
-) -> c_int {
-    unsafe { cond_wait(c, m, core::ptr::null(), None) }
+pub extern "C" fn reprise_cond_wait_post(m: *mut pthread_mutex_t, timed: c_int, r: c_int) -> c_int {
+    let Some(g) = resume() else { return r };
+    let t = g.t();
+    block_end(t);
+    take_obj(t, m.cast(), kind::COND);
+    if timed != 0 {
+        access::result(t, Some(r as u32 as u64));
+    }
+    r
 }
-#[no_mangle]
-pub unsafe extern "C" fn pthread_cond_timedwait(
-    c: *mut pthread_cond_t,
-    m: *mut pthread_mutex_t,
-    ts: *const timespec,
-) -> c_int {
-    unsafe { cond_wait(c, m, ts, None) }
-}
-#[no_mangle]
-pub unsafe extern "C" fn pthread_cond_clockwait(
-    c: *mut pthread_cond_t,
-    m: *mut pthread_mutex_t,
-    clk: libc::clockid_t,
-    ts: *const timespec,
-) -> c_int {
-    unsafe { cond_wait(c, m, ts, Some(clk)) }
-}
-#[no_mangle]
+
+#[export_name = "reprise_pthread_mutex_clocklock"]
 pub unsafe extern "C" fn pthread_mutex_clocklock(
     m: *mut pthread_mutex_t,
     clk: libc::clockid_t,
@@ -389,18 +457,18 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
         )
     }
 }
-#[no_mangle]
+#[export_name = "reprise_pthread_cond_signal"]
 pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
     unsafe { release(|| real::pthread_cond_signal(c)) }
 }
-#[no_mangle]
+#[export_name = "reprise_pthread_cond_broadcast"]
 pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int {
     unsafe { release(|| real::pthread_cond_broadcast(c)) }
 }
 
 // ---- barriers, once, semaphores -----------------------------------------------------------------
 
-#[no_mangle]
+#[export_name = "reprise_pthread_barrier_wait"]
 pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_int {
     let Some(e) = enter() else {
         return unsafe { real::pthread_barrier_wait(b) };
@@ -412,7 +480,7 @@ pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_in
     access::result(t, Some(r as u32 as u64)) as u32 as c_int
 }
 
-#[no_mangle]
+#[export_name = "reprise_pthread_once"]
 pub unsafe extern "C" fn pthread_once(o: *mut c_int, f: extern "C" fn()) -> c_int {
     let Some(e) = enter() else {
         return unsafe { real::pthread_once(o, f) };
@@ -469,27 +537,69 @@ unsafe fn sem_acquire(s: *mut sem_t, attempt: impl FnOnce() -> c_int) -> c_int {
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn sem_wait(s: *mut sem_t) -> c_int {
-    unsafe { sem_acquire(s, || real::sem_wait(s)) }
-}
-#[no_mangle]
+#[export_name = "reprise_sem_trywait"]
 pub unsafe extern "C" fn sem_trywait(s: *mut sem_t) -> c_int {
     unsafe { sem_acquire(s, || real::sem_trywait(s)) }
 }
+
+/// A blocking semaphore wait (`sem_wait`, `sem_timedwait`, `sem_clockwait`; the C interposer
+/// makes the real call), before the real call: replay gives the recorded outcome (and
+/// reproduces a success with a real wait at its turn) or the cancellation.
+///
+/// # Safety
+/// `s` is the caller's semaphore; `out` is writable.
 #[no_mangle]
-pub unsafe extern "C" fn sem_timedwait(s: *mut sem_t, ts: *const timespec) -> c_int {
-    unsafe { sem_acquire(s, || real::sem_timedwait(s, ts)) }
+pub unsafe extern "C" fn reprise_sem_wait_pre(s: *mut sem_t, out: *mut c_int) -> c_int {
+    let Some(e) = enter() else { return PRE_NATIVE };
+    let t = e.t();
+    access::safe_point(t);
+    if !replaying() {
+        block_begin(t);
+        return PRE_CALL;
+    }
+    if crate::cancel::replayed_here(t) {
+        return PRE_CANCEL;
+    }
+    let r = access::result(t, None) as u32 as i32;
+    // SAFETY: the caller's semaphore and out-slot; this thread's errno.
+    unsafe {
+        if r == 0 && crate::model::active() {
+            model_acquire(t, s.cast(), kind::SEM, || real::sem_wait(s));
+            *out = 0;
+        } else if r == 0 {
+            take_obj(t, s.cast(), kind::SEM);
+            blocking(t, || real::sem_wait(s));
+            *out = 0;
+        } else {
+            set_errno(r);
+            *out = -1;
+        }
+    }
+    PRE_DONE
 }
+
+/// The real wait of [`reprise_sem_wait_pre`] returned `r` (errno as it left it): its outcome
+/// is a result; a success is the semaphore's turn.
 #[no_mangle]
-pub unsafe extern "C" fn sem_clockwait(
-    s: *mut sem_t,
-    clk: libc::clockid_t,
-    ts: *const timespec,
-) -> c_int {
-    unsafe { sem_acquire(s, || real::sem_clockwait(s, clk, ts)) }
+pub extern "C" fn reprise_sem_wait_post(s: *mut sem_t, r: c_int) -> c_int {
+    // SAFETY: this thread's errno, set by the real call.
+    let err = if r == 0 {
+        0
+    } else {
+        unsafe { *libc::__errno_location() }
+    };
+    let Some(g) = resume() else { return r };
+    let t = g.t();
+    block_end(t);
+    access::result(t, Some(err as u32 as u64));
+    if r == 0 {
+        take_obj(t, s.cast(), kind::SEM);
+    }
+    // SAFETY: this thread's errno, as the real call left it.
+    unsafe { set_errno(err) };
+    r
 }
-#[no_mangle]
+#[export_name = "reprise_sem_post"]
 pub unsafe extern "C" fn sem_post(s: *mut sem_t) -> c_int {
     let Some(e) = enter() else {
         return unsafe { real::sem_post(s) };
@@ -556,7 +666,7 @@ extern "C" {
     fn reprise_trampoline(slot: *mut c_void) -> *mut c_void;
 }
 
-#[no_mangle]
+#[export_name = "reprise_pthread_create"]
 pub unsafe extern "C" fn pthread_create(
     th: *mut pthread_t,
     attr: *const pthread_attr_t,
@@ -620,68 +730,94 @@ pub unsafe extern "C" fn pthread_create(
     r
 }
 
+/// The model strategies' join operation of pthread `t`, if it is a recorded thread.
+fn join_op(t: pthread_t) -> Option<reprise_core::Op> {
+    if !crate::model::active() {
+        return None;
+    }
+    let n = state::NEXT_TID.load(Ordering::Relaxed);
+    // SAFETY: slots below NEXT_TID are initialised.
+    (1..n)
+        .find(|&i| unsafe { (*state::slot(i)).pthread } == t as u64)
+        .map(reprise_core::Op::Join)
+}
+
+/// `pthread_join` (`timed` = 0) or `pthread_timedjoin_np` of `t`, before the real call (the C
+/// interposer makes it). A timed join's outcome depends on timing: it is a result, and replay
+/// reproduces a success with a blocking join.
+///
+/// # Safety
+/// `ret` and `out` are the caller's out-slots (ret may be null).
 #[no_mangle]
-pub unsafe extern "C" fn pthread_join(t: pthread_t, ret: *mut *mut c_void) -> c_int {
-    let Some(e) = enter() else {
-        return unsafe { real::pthread_join(t, ret) };
-    };
+pub unsafe extern "C" fn reprise_join_pre(
+    t: pthread_t,
+    timed: c_int,
+    ret: *mut *mut c_void,
+    out: *mut c_int,
+) -> c_int {
+    let Some(e) = enter() else { return PRE_NATIVE };
     let th = e.t();
     access::safe_point(th);
-    if crate::model::active() {
-        let n = state::NEXT_TID.load(Ordering::Relaxed);
-        // SAFETY: slots below NEXT_TID are initialised.
-        let child = (1..n).find(|&i| unsafe { (*state::slot(i)).pthread } == t as u64);
-        if let Some(c) = child {
-            let st = state::status(th.tid);
-            let r = crate::model::blocking_event(th, reprise_core::Op::Join(c), || {
-                st.state.store(ST_BLOCKED, Ordering::SeqCst);
-                let r = blocking_join(t, ret);
-                st.state.store(ST_RUNNING, Ordering::SeqCst);
-                r
-            });
-            access::count_event(th, 0, 0, kind::JOIN);
-            return r;
-        }
+    if crate::cancel::replayed_here(th) {
+        return PRE_CANCEL;
     }
-    blocking(th, || unsafe { real::pthread_join(t, ret) })
+    if timed != 0 {
+        if replaying() {
+            let r = access::result(th, None) as u32 as c_int;
+            if r == 0 {
+                // SAFETY: forwarded unchanged.
+                blocking(th, || unsafe { real::pthread_join(t, ret) });
+            }
+            // SAFETY: the caller's out-slot.
+            unsafe { *out = r };
+            return PRE_DONE;
+        }
+    } else if let Some(op) = join_op(t) {
+        crate::model::blocking_begin(th, &op);
+    }
+    block_begin(th);
+    PRE_CALL
 }
 
-fn blocking_join(t: pthread_t, ret: *mut *mut c_void) -> c_int {
-    // SAFETY: forwarded unchanged.
-    unsafe { real::pthread_join(t, ret) }
+/// The real join of [`reprise_join_pre`] returned `r`.
+#[no_mangle]
+pub extern "C" fn reprise_join_post(t: pthread_t, timed: c_int, r: c_int) -> c_int {
+    let Some(g) = resume() else { return r };
+    let th = g.t();
+    block_end(th);
+    if timed != 0 {
+        access::result(th, Some(r as u32 as u64));
+    } else if let Some(op) = join_op(t) {
+        crate::model::blocking_end(th, op);
+        access::count_event(th, 0, 0, kind::JOIN);
+    }
+    r
 }
 
-/// A join whose success depends on timing: the outcome is a result; success is reproduced
+/// `pthread_tryjoin_np`: its outcome depends on timing: a result; replay reproduces a success
 /// with a blocking join.
-unsafe fn try_join(t: pthread_t, ret: *mut *mut c_void, attempt: impl FnOnce() -> c_int) -> c_int {
-    let Some(e) = enter() else { return attempt() };
+#[export_name = "reprise_pthread_tryjoin_np"]
+pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int {
+    let Some(e) = enter() else {
+        return unsafe { real::pthread_tryjoin_np(t, ret) };
+    };
     let th = e.t();
     access::safe_point(th);
     if replaying() {
         let r = access::result(th, None) as u32 as c_int;
         if r == 0 {
+            // SAFETY: forwarded unchanged.
             blocking(th, || unsafe { real::pthread_join(t, ret) });
         }
         r
     } else {
-        let r = blocking(th, attempt);
+        // SAFETY: forwarded unchanged.
+        let r = blocking(th, || unsafe { real::pthread_tryjoin_np(t, ret) });
         access::result(th, Some(r as u32 as u64));
         r
     }
 }
-#[no_mangle]
-pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int {
-    unsafe { try_join(t, ret, || real::pthread_tryjoin_np(t, ret)) }
-}
-#[no_mangle]
-pub unsafe extern "C" fn pthread_timedjoin_np(
-    t: pthread_t,
-    ret: *mut *mut c_void,
-    ts: *const timespec,
-) -> c_int {
-    unsafe { try_join(t, ret, || real::pthread_timedjoin_np(t, ret, ts)) }
-}
-#[no_mangle]
+#[export_name = "reprise_pthread_kill"]
 pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
     if let Some(e) = enter() {
         access::safe_point(e.t());
@@ -694,7 +830,7 @@ pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
 /// `__cxa_guard_acquire`: which thread initialises a function-local static is decided by
 /// arrival order: the outcome is a result and the guard's stripe orders acquire and release.
 /// Record performs the (possibly blocking) real acquire first, with nothing held.
-#[no_mangle]
+#[export_name = "reprise___cxa_guard_acquire"]
 pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
     let Some(e) = enter() else {
         return unsafe { real::__cxa_guard_acquire(g) };
@@ -723,7 +859,7 @@ pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
         r
     }
 }
-#[no_mangle]
+#[export_name = "reprise___cxa_guard_release"]
 pub unsafe extern "C" fn __cxa_guard_release(g: *mut u64) {
     let Some(e) = enter() else {
         return unsafe { real::__cxa_guard_release(g) };
@@ -734,7 +870,7 @@ pub unsafe extern "C" fn __cxa_guard_release(g: *mut u64) {
     drop(e);
     unsafe { real::__cxa_guard_release(g) }
 }
-#[no_mangle]
+#[export_name = "reprise___cxa_guard_abort"]
 pub unsafe extern "C" fn __cxa_guard_abort(g: *mut u64) {
     let Some(e) = enter() else {
         return unsafe { real::__cxa_guard_abort(g) };
@@ -746,7 +882,7 @@ pub unsafe extern "C" fn __cxa_guard_abort(g: *mut u64) {
     unsafe { real::__cxa_guard_abort(g) }
 }
 
-#[no_mangle]
+#[export_name = "reprise_munmap"]
 pub unsafe extern "C" fn munmap(a: *mut c_void, n: usize) -> c_int {
     if let Some(e) = enter() {
         // The pending access may lie in the range: fold it while it is still mapped.
