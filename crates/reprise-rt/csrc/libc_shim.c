@@ -31,6 +31,18 @@ extern int reprise_active(void);                /* 1 while recording or replayin
     static ret(*real_##name) params; \
     if (!real_##name) real_##name = (ret(*) params)dlsym(RTLD_NEXT, #name);
 
+/* The runtime's own system calls, by number: the program may define its own `fstat`, `dup2` or
+ * `syscall` (see "names" at the end), and those must not be the ones called here. */
+static long raw_syscall3(long n, long a1, long a2, long a3)
+{
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a1), "S"(a2), "d"(a3) : "rcx", "r11", "memory");
+    return r;
+}
+#define RAW_FSTAT(fd, st) (raw_syscall3(SYS_fstat, (fd), (long)(st), 0) == 0 ? 0 : -1)
+#define RAW_FSTATFS(fd, st) (raw_syscall3(SYS_fstatfs, (fd), (long)(st), 0) == 0 ? 0 : -1)
+#define RAW_DUP2(a, b) raw_syscall3(SYS_dup2, (a), (b), 0)
+
 /* ---- cancellation points (cancel.rs; the thread section at the end says why) -------------- */
 #include <errno.h>
 #include <pthread.h>
@@ -224,7 +236,7 @@ pid_t getppid(void)
 }
 pid_t gettid(void)
 {
-    pid_t v = (pid_t)syscall(SYS_gettid);
+    pid_t v = (pid_t)raw_syscall3(SYS_gettid, 0, 0, 0);
     return reprise_active() ? (pid_t)reprise_input((uint64_t)v) : v;
 }
 int sched_getcpu(void)
@@ -289,7 +301,7 @@ static void unlock_w(void) { __atomic_store_n(&written_lock, 0, __ATOMIC_RELEASE
 static void mark_written(int fd)
 {
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+    if (RAW_FSTAT(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
     lock_w();
     int found = 0;
     for (int i = 0; i < nwritten; i++)
@@ -309,9 +321,9 @@ static int read_class(int fd)
 {
     if (fd == 0 || !reprise_hash_reads()) return IO_EMULATE;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return IO_EMULATE;
+    if (RAW_FSTAT(fd, &st) != 0 || !S_ISREG(st.st_mode)) return IO_EMULATE;
     struct statfs fs;
-    if (fstatfs(fd, &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC)) return IO_EMULATE;
+    if (RAW_FSTATFS(fd, &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC)) return IO_EMULATE;
     int w = 0;
     lock_w();
     for (int i = 0; i < nwritten; i++)
@@ -544,7 +556,7 @@ static int placeholder(int want)
     if (want < 0) return want;
     int fd = real_open("/dev/null", O_RDWR | O_CLOEXEC);
     if (fd >= 0 && fd != want) {
-        dup2(fd, want);
+        RAW_DUP2(fd, want);
         REAL(int, close, (int));
         real_close(fd);
     }
@@ -707,7 +719,7 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode, int 
     int fd = writes ? real_openat(dirfd, path, (flags & O_CLOEXEC) | O_RDONLY) : real_openat(dirfd, path, flags, mode);
     if (fd < 0) return placeholder(want);
     if (fd != want) {
-        dup2(fd, want);
+        RAW_DUP2(fd, want);
         REAL(int, close, (int));
         real_close(fd);
     }

@@ -7,6 +7,16 @@
 //! another thread goes to the freeing thread's free list: still deterministic, no locks.
 //! Allocations by threads the runtime does not know (before start-up, foreign threads) use a
 //! shared orphan window under a spinlock.
+//!
+//! Large blocks (from [`LARGE_MIN`], or any block once the thread's window is full) come from one
+//! region shared by all threads ([`LARGE_ADDR`], 24 TiB of address space): each is mapped on
+//! demand at its own address and unmapped when freed, as glibc maps its large chunks, so a
+//! program may hold many gigabytes mostly untouched, and an allocation fails only where the
+//! kernel would refuse glibc's own mapping (the same overcommit policy applies: the block is
+//! mapped without MAP_NORESERVE; its pages are committed lazily, on first touch). Which thread
+//! gets which range depends on the order of allocations and frees across threads, so each is
+//! an ordered event (on one object's stripe) and its success is a recorded result: replay
+//! takes the recorded turns and gets the recorded addresses.
 #![allow(unsafe_code)]
 #![allow(missing_docs)]
 
@@ -32,6 +42,11 @@ struct Heap {
 }
 
 static ORPHAN_LOCK: AtomicBool = AtomicBool::new(false);
+
+/// Requests of at least this many bytes are large blocks.
+pub const LARGE_MIN: usize = 32 << 20;
+/// Header magic of a large block (its header holds the mapped length).
+const LARGE: u32 = 0x4c52_4745;
 
 fn class_of(n: usize) -> (usize, usize) {
     let n = n.max(1);
@@ -86,10 +101,22 @@ fn with_heap<R>(f: impl FnOnce(Option<&'static mut Heap>, usize) -> R) -> R {
     r
 }
 
+/// A block for `n` bytes: from the thread's window, or a large block.
 fn alloc(n: usize) -> *mut c_void {
-    if n > (HEAP_WIN as usize) / 2 {
-        return core::ptr::null_mut();
+    if n < LARGE_MIN {
+        let p = {
+            let _g = RtGuard::new();
+            alloc_small(n)
+        };
+        if !p.is_null() {
+            return p;
+        }
     }
+    large::alloc(n)
+}
+
+/// A block from the thread's window (null when the window is full).
+fn alloc_small(n: usize) -> *mut c_void {
     let (c, size) = class_of(n);
     with_heap(|h, idx| {
         let Some(h) = h else {
@@ -127,7 +154,8 @@ unsafe fn header(p: *mut c_void) -> Option<usize> {
         if *(b as *const u32) == ALIGNED {
             b = *((b + 8) as *const usize);
         }
-        if *(b as *const u32) != MAGIC {
+        let m = *(b as *const u32);
+        if m != MAGIC && m != LARGE {
             return None;
         }
     }
@@ -135,6 +163,11 @@ unsafe fn header(p: *mut c_void) -> Option<usize> {
 }
 
 fn usable(b: usize, p: usize) -> usize {
+    // SAFETY: b is a valid header.
+    if unsafe { *(b as *const u32) } == LARGE {
+        // SAFETY: a large block's header holds its mapped length.
+        return b + unsafe { *((b + 8) as *const usize) } - p;
+    }
     // SAFETY: b is a valid header.
     let c = unsafe { *((b + 4) as *const u32) } as usize;
     let size = if c <= NSMALL {
@@ -150,15 +183,21 @@ fn free_block(p: *mut c_void) {
         return;
     }
     let addr = p as u64;
-    if !(HEAPS_ADDR..HEAPS_ADDR + (MAX_THREADS as u64 + 1) * HEAP_WIN).contains(&addr) {
+    let small = (HEAPS_ADDR..HEAPS_ADDR + (MAX_THREADS as u64 + 1) * HEAP_WIN).contains(&addr);
+    if !small && !(LARGE_ADDR..LARGE_ADDR + LARGE_SIZE).contains(&addr) {
         // Not ours (e.g. memory from a custom allocator the program passed by mistake).
         return;
     }
-    // SAFETY: p is in our heap region.
+    // SAFETY: p is in our heap regions.
     let Some(b) = (unsafe { header(p) }) else {
         crate::say!("free({p:p}): not a block of this heap (double free or corruption); ignored");
         return;
     };
+    if !small {
+        large::free(b);
+        return;
+    }
+    let _g = RtGuard::new();
     // SAFETY: valid header.
     let c = unsafe { *((b + 4) as *const u32) } as usize;
     with_heap(|h, _| {
@@ -216,7 +255,6 @@ impl Drop for RtGuard {
 
 #[export_name = "reprise_malloc"]
 pub extern "C" fn malloc(n: usize) -> *mut c_void {
-    let _g = RtGuard::new();
     let p = alloc(n);
     if p.is_null() {
         // SAFETY: this thread's errno.
@@ -226,7 +264,6 @@ pub extern "C" fn malloc(n: usize) -> *mut c_void {
 }
 #[export_name = "reprise_free"]
 pub extern "C" fn free(p: *mut c_void) {
-    let _g = RtGuard::new();
     free_block(p)
 }
 #[export_name = "reprise_cfree"]
@@ -235,21 +272,21 @@ pub extern "C" fn cfree(p: *mut c_void) {
 }
 #[export_name = "reprise_calloc"]
 pub extern "C" fn calloc(a: usize, b: usize) -> *mut c_void {
-    let _g = RtGuard::new();
     let Some(n) = a.checked_mul(b) else {
         // SAFETY: this thread's errno.
         unsafe { *libc::__errno_location() = libc::ENOMEM };
         return core::ptr::null_mut();
     };
     let p = alloc(n);
-    if !p.is_null() {
+    // A large block is a fresh mapping: zero already.
+    if !p.is_null() && !large::contains(p as usize) {
+        let _g = RtGuard::new();
         zero(p, n);
     }
     p
 }
 #[export_name = "reprise_realloc"]
 pub extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
-    let _g = RtGuard::new();
     if p.is_null() {
         return alloc(n);
     }
@@ -267,8 +304,11 @@ pub extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
     }
     let q = alloc(n);
     if !q.is_null() {
+        let _g = RtGuard::new();
         // SAFETY: both blocks are valid for `have` bytes and distinct.
         unsafe { core::ptr::copy_nonoverlapping(p as *const u8, q as *mut u8, have) };
+    }
+    if !q.is_null() {
         free_block(p);
     }
     q
@@ -282,7 +322,6 @@ pub extern "C" fn reallocarray(p: *mut c_void, a: usize, b: usize) -> *mut c_voi
 }
 #[export_name = "reprise_memalign"]
 pub extern "C" fn memalign(align: usize, n: usize) -> *mut c_void {
-    let _g = RtGuard::new();
     alloc_aligned(align, n)
 }
 #[export_name = "reprise_aligned_alloc"]
@@ -319,5 +358,148 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
     match unsafe { header(p) } {
         Some(b) => usable(b, p as usize),
         None => 0,
+    }
+}
+
+/// Large blocks: one shared region, allocations ordered across threads (see the module doc).
+mod large {
+    use super::{HDR, LARGE};
+    use crate::access::{self, kind};
+    use crate::layout::{LARGE_ADDR, LARGE_SIZE};
+    use crate::state;
+    use core::ffi::c_void;
+    use core::sync::atomic::{AtomicBool, Ordering};
+
+    /// The object whose stripe orders large allocations and frees.
+    static ORDER: u64 = 0;
+    static LOCK: AtomicBool = AtomicBool::new(false);
+
+    /// Free ranges `(start, len)`, sorted by start, and the high-water mark; under `LOCK`.
+    struct Region {
+        bump: u64,
+        free: std::vec::Vec<(u64, u64)>,
+    }
+    static mut REGION: Region = Region {
+        bump: LARGE_ADDR,
+        free: std::vec::Vec::new(),
+    };
+
+    fn region() -> &'static mut Region {
+        // SAFETY: only touched with LOCK held (see `locked`).
+        unsafe { &mut *core::ptr::addr_of_mut!(REGION) }
+    }
+
+    fn locked<R>(f: impl FnOnce(&mut Region) -> R) -> R {
+        while LOCK.swap(true, Ordering::Acquire) {
+            core::hint::spin_loop();
+        }
+        let r = f(region());
+        LOCK.store(false, Ordering::Release);
+        r
+    }
+
+    /// Whether `a` lies in the large-block region.
+    pub fn contains(a: usize) -> bool {
+        (LARGE_ADDR..LARGE_ADDR + LARGE_SIZE).contains(&(a as u64))
+    }
+
+    /// Take the turn that orders large-block operations, when the runtime records or replays
+    /// this call (not from inside the runtime, not for unknown threads).
+    fn ordered() -> Option<crate::entry::Entry> {
+        let e = crate::entry::enter()?;
+        let t = e.t();
+        access::safe_point(t);
+        crate::sync::take_obj(t, core::ptr::addr_of!(ORDER).cast(), kind::LOCK);
+        Some(e)
+    }
+
+    impl Region {
+        /// The lowest free range of `len` bytes.
+        fn take(&mut self, len: u64) -> Option<u64> {
+            if let Some(i) = self.free.iter().position(|&(_, l)| l >= len) {
+                let (a, l) = self.free[i];
+                if l == len {
+                    self.free.remove(i);
+                } else {
+                    self.free[i] = (a + len, l - len);
+                }
+                return Some(a);
+            }
+            if self.bump + len > LARGE_ADDR + LARGE_SIZE {
+                return None;
+            }
+            let a = self.bump;
+            self.bump += len;
+            Some(a)
+        }
+
+        /// Return `[a, a+len)`, merged with its free neighbours.
+        fn give(&mut self, a: u64, len: u64) {
+            let i = self.free.partition_point(|&(s, _)| s < a);
+            self.free.insert(i, (a, len));
+            if i + 1 < self.free.len() && self.free[i].0 + self.free[i].1 == self.free[i + 1].0 {
+                self.free[i].1 += self.free[i + 1].1;
+                self.free.remove(i + 1);
+            }
+            if i > 0 && self.free[i - 1].0 + self.free[i - 1].1 == self.free[i].0 {
+                self.free[i - 1].1 += self.free[i].1;
+                self.free.remove(i);
+            }
+            if let Some(&(s, l)) = self.free.last() {
+                if s + l == self.bump {
+                    self.bump = s;
+                    self.free.pop();
+                }
+            }
+        }
+    }
+
+    /// A large block for `n` bytes (null where the kernel refuses the mapping).
+    pub fn alloc(n: usize) -> *mut c_void {
+        let Some(len) = n.checked_add(HDR + 4095).map(|x| (x & !4095) as u64) else {
+            return core::ptr::null_mut();
+        };
+        let e = ordered();
+        let replay = e.is_some() && state::REPLAY.load(Ordering::Relaxed);
+        if replay && access::result(e.as_ref().unwrap().t(), None) == 0 {
+            // The recording's allocation failed here.
+            return core::ptr::null_mut();
+        }
+        let a = locked(|r| {
+            let a = r.take(len)?;
+            if crate::sys::mmap_fixed_committed(a, len).is_err() {
+                r.give(a, len);
+                return None;
+            }
+            Some(a)
+        });
+        if let Some(e) = &e {
+            if !replay {
+                access::result(e.t(), Some(a.is_some() as u64));
+            } else if a.is_none() {
+                crate::say!("malloc({n}): the recording's allocation succeeded; this one fails");
+            }
+        }
+        let Some(a) = a else {
+            return core::ptr::null_mut();
+        };
+        // SAFETY: a fresh mapping of len >= HDR bytes.
+        unsafe {
+            *(a as *mut u32) = LARGE;
+            *((a + 8) as *mut usize) = len as usize;
+        }
+        (a as usize + HDR) as *mut c_void
+    }
+
+    /// Free the large block whose header is at `b`.
+    pub fn free(b: usize) {
+        // SAFETY: b is a large block's header (checked by the caller).
+        let len = unsafe { *((b + 8) as *const usize) } as u64;
+        let _e = ordered();
+        locked(|r| {
+            // SAFETY: unmapping the block being freed, which the program gives up.
+            unsafe { crate::sys::syscall6(libc::SYS_munmap, b as u64, len, 0, 0, 0, 0) };
+            r.give(b as u64, len);
+        });
     }
 }

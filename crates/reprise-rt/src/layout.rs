@@ -4,6 +4,12 @@
 
 pub use reprise_proto::{CONFIG_ADDR, MAX_THREADS, STATUS_ADDR, STRIPES};
 
+/// Large blocks of the program's heap (see `heap`): one region shared by all threads, whose
+/// allocations are ordered events, so their addresses are the recorded ones. Below the runtime's
+/// own regions, above a non-PIE executable and its brk.
+pub const LARGE_ADDR: u64 = 0x0200_0000_0000;
+/// Size of the large-block region (24 TiB).
+pub const LARGE_SIZE: u64 = 0x1800_0000_0000;
 /// Runtime bump allocator region.
 pub const RALLOC_ADDR: u64 = 0x1a00_0000_0000;
 /// Size of the runtime allocator region.

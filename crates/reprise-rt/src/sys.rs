@@ -96,6 +96,25 @@ pub fn mmap_fixed(addr: u64, len: u64, prot: i32, fd: i32, shared: bool) -> Resu
     }
 }
 
+/// Map anonymous read-write memory at exactly `addr`, accounted as glibc's own mappings are
+/// (no MAP_NORESERVE: the kernel's overcommit policy decides, as it would for glibc's malloc;
+/// pages are still committed lazily, on first touch).
+pub fn mmap_fixed_committed(addr: u64, len: u64) -> Result<(), i64> {
+    let flags = libc::MAP_FIXED_NOREPLACE | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
+    let r = unsafe { syscall6(libc::SYS_mmap, addr, len, prot as u64, flags as u64, u64::MAX, 0) };
+    if r < 0 {
+        Err(r)
+    } else if r as u64 != addr {
+        // SAFETY: r is the mapping we just made (old kernels ignore NOREPLACE).
+        unsafe { syscall6(libc::SYS_munmap, r as u64, len, 0, 0, 0, 0) };
+        Err(-(libc::EEXIST as i64))
+    } else {
+        Ok(())
+    }
+}
+
 /// `mprotect`.
 pub fn mprotect(addr: u64, len: u64, prot: i32) -> i64 {
     // SAFETY: only changes protection of the runtime's own mapping named by the caller.
