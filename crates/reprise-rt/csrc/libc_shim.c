@@ -149,10 +149,113 @@ ORDERED(int, putchar, (int c), (c), stdout)
 ORDERED(size_t, fwrite, (const void *p, size_t s, size_t n, FILE *f), (p, s, n, f), f)
 ORDERED(int, fflush, (FILE *f), (f), f ? (const void *)f : (const void *)stdout)
 ORDERED(void, perror, (const char *s), (s), stderr)
-ORDERED(char *, fgets, (char *s, int n, FILE *f), (s, n, f), f)
-ORDERED(int, fgetc, (FILE *f), (f), f)
-ORDERED(int, getc, (FILE *f), (f), f)
-ORDERED(size_t, fread, (void *p, size_t s, size_t n, FILE *f), (p, s, n, f), f)
+
+/* ---- stdio input, fopen and fclose: ordered per FILE, and every system call inside captured
+ * (capture.rs): the bytes stdio reads from a file, pipe or tty, what it asks about the
+ * descriptor, the descriptor fopen gets. A call on a FILE takes its turn; fopen/fclose take the
+ * descriptor-allocation turn; the _unlocked forms (used under the program's flockfile) take none. */
+extern int reprise_capture_begin(const void *obj);
+extern void reprise_capture_end(int began);
+static char fd_alloc_obj; /* calls that allocate or free descriptor numbers (see close) */
+
+#define INPUT(ret, name, params, args, obj) \
+    ret name params \
+    { \
+        REAL(ret, name, params); \
+        int c_ = reprise_capture_begin(obj); \
+        ret r_ = real_##name args; \
+        reprise_capture_end(c_); \
+        return r_; \
+    }
+#define INPUT_VOID(name, params, args, obj) \
+    void name params \
+    { \
+        REAL(void, name, params); \
+        int c_ = reprise_capture_begin(obj); \
+        real_##name args; \
+        reprise_capture_end(c_); \
+    }
+
+/* stdio.h may define some of these as macros (with optimisation). */
+#undef fread_unlocked
+#undef fgetc_unlocked
+#undef getc_unlocked
+#undef getchar_unlocked
+#undef getc
+#undef getchar
+#undef fgets_unlocked
+INPUT(char *, fgets, (char *s, int n, FILE *f), (s, n, f), f)
+INPUT(char *, __fgets_chk, (char *s, size_t sz, int n, FILE *f), (s, sz, n, f), f)
+INPUT(char *, fgets_unlocked, (char *s, int n, FILE *f), (s, n, f), NULL)
+INPUT(char *, __fgets_unlocked_chk, (char *s, size_t sz, int n, FILE *f), (s, sz, n, f), NULL)
+INPUT(int, fgetc, (FILE *f), (f), f)
+INPUT(int, getc, (FILE *f), (f), f)
+INPUT(int, _IO_getc, (FILE *f), (f), f)
+INPUT(int, getchar, (void), (), stdin)
+INPUT(int, fgetc_unlocked, (FILE *f), (f), NULL)
+INPUT(int, getc_unlocked, (FILE *f), (f), NULL)
+INPUT(int, getchar_unlocked, (void), (), NULL)
+INPUT(int, __uflow, (FILE *f), (f), NULL)
+INPUT(int, __underflow, (FILE *f), (f), NULL)
+INPUT(int, ungetc, (int c, FILE *f), (c, f), f)
+INPUT(size_t, fread, (void *p, size_t s, size_t n, FILE *f), (p, s, n, f), f)
+INPUT(size_t, __fread_chk, (void *p, size_t sz, size_t s, size_t n, FILE *f), (p, sz, s, n, f), f)
+INPUT(size_t, fread_unlocked, (void *p, size_t s, size_t n, FILE *f), (p, s, n, f), NULL)
+INPUT(size_t, __fread_unlocked_chk, (void *p, size_t sz, size_t s, size_t n, FILE *f), (p, sz, s, n, f), NULL)
+INPUT(ssize_t, getline, (char **l, size_t *n, FILE *f), (l, n, f), f)
+INPUT(ssize_t, getdelim, (char **l, size_t *n, int d, FILE *f), (l, n, d, f), f)
+INPUT(ssize_t, __getdelim, (char **l, size_t *n, int d, FILE *f), (l, n, d, f), f)
+INPUT(int, fseek, (FILE *f, long o, int w), (f, o, w), f)
+INPUT(int, fseeko, (FILE *f, off_t o, int w), (f, o, w), f)
+INPUT(int, fseeko64, (FILE *f, off_t o, int w), (f, o, w), f)
+INPUT(long, ftell, (FILE *f), (f), f)
+INPUT(off_t, ftello, (FILE *f), (f), f)
+INPUT(off_t, ftello64, (FILE *f), (f), f)
+INPUT_VOID(rewind, (FILE *f), (f), f)
+INPUT(int, fgetpos, (FILE *f, fpos_t *p), (f, p), f)
+INPUT(int, fsetpos, (FILE *f, const fpos_t *p), (f, p), f)
+INPUT(FILE *, fopen, (const char *p, const char *m), (p, m), &fd_alloc_obj)
+INPUT(FILE *, fopen64, (const char *p, const char *m), (p, m), &fd_alloc_obj)
+INPUT(FILE *, fdopen, (int fd, const char *m), (fd, m), &fd_alloc_obj)
+INPUT(FILE *, freopen, (const char *p, const char *m, FILE *f), (p, m, f), &fd_alloc_obj)
+INPUT(FILE *, freopen64, (const char *p, const char *m, FILE *f), (p, m, f), &fd_alloc_obj)
+INPUT(int, fclose, (FILE *f), (f), &fd_alloc_obj)
+
+/* The scanf family, under their symbol names (stdio.h redirects scanf to __isoc99_scanf in C99
+ * mode, so each wrapper names its symbol explicitly); every variant reaches the real v*f* form. */
+typedef int (*vfscanf_fn)(FILE *, const char *, va_list);
+static int scan(const char *vsym, vfscanf_fn *slot, FILE *f, const char *fmt, va_list ap)
+{
+    if (!*slot) *slot = (vfscanf_fn)dlsym(RTLD_NEXT, vsym);
+    int c_ = reprise_capture_begin(f);
+    int r_ = (*slot)(f, fmt, ap);
+    reprise_capture_end(c_);
+    return r_;
+}
+static vfscanf_fn real_vfscanf_gnu, real_vfscanf_c99;
+#define SCAN_GNU(f, fmt, ap) scan("vfscanf", &real_vfscanf_gnu, f, fmt, ap)
+#define SCAN_C99(f, fmt, ap) scan("__isoc99_vfscanf", &real_vfscanf_c99, f, fmt, ap)
+#define SCANF(cname, sym, fparams, file, how) \
+    int cname fparams __asm__(sym); \
+    int cname fparams \
+    { \
+        va_list ap; \
+        va_start(ap, fmt); \
+        int r_ = how(file, fmt, ap); \
+        va_end(ap); \
+        return r_; \
+    }
+#define VSCANF(cname, sym, fparams, file, how) \
+    int cname fparams __asm__(sym); \
+    int cname fparams { return how(file, fmt, ap); }
+SCANF(reprise_scanf_gnu, "scanf", (const char *fmt, ...), stdin, SCAN_GNU)
+SCANF(reprise_fscanf_gnu, "fscanf", (FILE *f, const char *fmt, ...), f, SCAN_GNU)
+SCANF(reprise_scanf_c99, "__isoc99_scanf", (const char *fmt, ...), stdin, SCAN_C99)
+SCANF(reprise_fscanf_c99, "__isoc99_fscanf", (FILE *f, const char *fmt, ...), f, SCAN_C99)
+VSCANF(reprise_vscanf_gnu, "vscanf", (const char *fmt, va_list ap), stdin, SCAN_GNU)
+VSCANF(reprise_vfscanf_gnu, "vfscanf", (FILE *f, const char *fmt, va_list ap), f, SCAN_GNU)
+VSCANF(reprise_vscanf_c99, "__isoc99_vscanf", (const char *fmt, va_list ap), stdin, SCAN_C99)
+VSCANF(reprise_vfscanf_c99, "__isoc99_vfscanf", (FILE *f, const char *fmt, va_list ap), f, SCAN_C99)
 
 /* ---- libc random state: one ordered object ------------------------------------------------ */
 
@@ -330,6 +433,38 @@ static int read_class(int fd)
         if (written[i].dev == st.st_dev && written[i].ino == st.st_ino) w = 1;
     unlock_w();
     return w ? IO_EMULATE : IO_REEXEC;
+}
+
+/* For capture.rs (inside the SIGSYS handler: plain code, raw system calls only). */
+extern int reprise_hash_reads_cfg(void);
+int reprise_capture_read_class(int fd)
+{
+    if (fd == 0 || !reprise_hash_reads_cfg()) return IO_EMULATE;
+    struct stat st;
+    if (RAW_FSTAT(fd, &st) != 0 || !S_ISREG(st.st_mode)) return IO_EMULATE;
+    struct statfs fs;
+    if (RAW_FSTATFS(fd, &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC)) return IO_EMULATE;
+    int w = 0;
+    lock_w();
+    for (int i = 0; i < nwritten; i++)
+        if (written[i].dev == st.st_dev && written[i].ino == st.st_ino) w = 1;
+    unlock_w();
+    return w ? IO_EMULATE : IO_REEXEC;
+}
+void reprise_capture_mark_written(int fd) { mark_written(fd); }
+/* Replay of an open made inside stdio: descriptor `want` (the recording's) is the file itself
+ * for reading when it can be opened, else /dev/null (a file opened for writing always: stdio's
+ * writes then vanish; its reads come from the trace). */
+void reprise_capture_replay_open(int dirfd, const char *path, int flags, int want)
+{
+    int writes = (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND)) != 0;
+    long fd = -1;
+    if (!writes) fd = raw_syscall3(SYS_openat, dirfd, (long)path, (flags & O_CLOEXEC) | O_RDONLY);
+    if (fd < 0) fd = raw_syscall3(SYS_openat, AT_FDCWD, (long)"/dev/null", (flags & O_CLOEXEC) | O_RDWR);
+    if (fd >= 0 && fd != want) {
+        raw_syscall3(SYS_dup3, fd, want, flags & O_CLOEXEC);
+        raw_syscall3(SYS_close, fd, 0, 0);
+    }
 }
 
 static uint64_t hash_bytes(const void *p, size_t n)
@@ -535,9 +670,8 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt)
     return do_write(fd, iov, total, real_writev_, &cnt, iov, cnt);
 }
 
-/* Calls that allocate or free descriptor numbers are ordered on one object, so numbers are
- * the same in replay. */
-static char fd_alloc_obj;
+/* Calls that allocate or free descriptor numbers are ordered on one object (fd_alloc_obj), so
+ * numbers are the same in replay. */
 
 /* Descriptors the runtime owns survive the program's close(). */
 int close(int fd)
@@ -1161,3 +1295,43 @@ int pthread_once(pthread_once_t *o, void (*f)(void))
 #pragma weak vprintf
 #pragma weak write
 #pragma weak writev
+#pragma weak __fgets_chk
+#pragma weak fgets_unlocked
+#pragma weak __fgets_unlocked_chk
+#pragma weak _IO_getc
+#pragma weak getchar
+#pragma weak fgetc_unlocked
+#pragma weak getc_unlocked
+#pragma weak getchar_unlocked
+#pragma weak __uflow
+#pragma weak __underflow
+#pragma weak ungetc
+#pragma weak __fread_chk
+#pragma weak fread_unlocked
+#pragma weak __fread_unlocked_chk
+#pragma weak getline
+#pragma weak getdelim
+#pragma weak __getdelim
+#pragma weak fseek
+#pragma weak fseeko
+#pragma weak fseeko64
+#pragma weak ftell
+#pragma weak ftello
+#pragma weak ftello64
+#pragma weak rewind
+#pragma weak fgetpos
+#pragma weak fsetpos
+#pragma weak fopen
+#pragma weak fopen64
+#pragma weak fdopen
+#pragma weak freopen
+#pragma weak freopen64
+#pragma weak fclose
+#pragma weak reprise_scanf_gnu
+#pragma weak reprise_fscanf_gnu
+#pragma weak reprise_scanf_c99
+#pragma weak reprise_fscanf_c99
+#pragma weak reprise_vscanf_gnu
+#pragma weak reprise_vfscanf_gnu
+#pragma weak reprise_vscanf_c99
+#pragma weak reprise_vfscanf_c99

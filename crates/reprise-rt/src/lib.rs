@@ -22,6 +22,7 @@
 pub mod access;
 pub mod calls;
 pub mod cancel;
+pub mod capture;
 pub mod channel;
 pub mod entry;
 pub mod heap;

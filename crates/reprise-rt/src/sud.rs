@@ -9,12 +9,17 @@
 //! pointer so the call re-executes natively. Every later call up to the thread's next runtime
 //! entry runs untrapped: the thread holds no turn then, so none of them can block another
 //! thread's turn, which is what the safe-point rule needs.
+//!
+//! Inside a stdio call every system call is trapped and performed by the handler instead
+//! ([`crate::capture`]); the handler then returns with the selector still trapping, which the
+//! allowed region makes possible: glibc's signal trampoline (`__restore_rt`, whose
+//! `rt_sigreturn` would otherwise trap too).
 #![allow(unsafe_code)]
 
 use crate::access;
 use crate::state::{self, Thread, IN_RT};
 use crate::sys;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use reprise_proto::*;
 
 /// Selector value: system calls pass.
@@ -25,6 +30,9 @@ const PR_SET_SYSCALL_USER_DISPATCH: u64 = 59;
 const PR_SYS_DISPATCH_ON: u64 = 1;
 const NSYS: usize = 512;
 static COUNTS: [AtomicU32; NSYS] = [const { AtomicU32::new(0) }; NSYS];
+/// glibc's signal trampoline (the SIGSYS handler's sa_restorer): system calls from there are
+/// always allowed.
+static RESTORER: AtomicU64 = AtomicU64::new(0);
 
 /// Install the SIGSYS handler (once, at start).
 pub fn install_handler() {
@@ -34,6 +42,24 @@ pub fn install_handler() {
         on_sigsys as extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) as usize;
     sa.sa_flags = libc::SA_SIGINFO;
     crate::signals::install(libc::SIGSYS, &sa);
+    // The kernel's view of the action holds the trampoline glibc installed.
+    let mut k = [0u64; 4]; // handler, flags, restorer, mask
+    // SAFETY: rt_sigaction with a null new action reads the current one into k (32 bytes).
+    let r = unsafe {
+        sys::syscall6(
+            libc::SYS_rt_sigaction,
+            libc::SIGSYS as u64,
+            0,
+            k.as_mut_ptr() as u64,
+            8,
+            0,
+            0,
+        )
+    };
+    const SA_RESTORER: u64 = 0x0400_0000;
+    if r == 0 && k[1] & SA_RESTORER != 0 {
+        RESTORER.store(k[2], Ordering::Relaxed);
+    }
 }
 
 /// Turn dispatch on for the current thread (selector starts at "allow").
@@ -43,13 +69,17 @@ pub fn enable(t: &mut Thread) {
     }
     t.sud.store(ALLOW, Ordering::Relaxed);
     // SAFETY: the selector lives in the thread's slot, mapped for the whole process lifetime.
+    // The allowed region: the signal trampoline's `mov $15, %rax; syscall` (the kernel
+    // compares the address after the `syscall` instruction).
+    let tramp = RESTORER.load(Ordering::Relaxed);
+    let len = if tramp != 0 { 16 } else { 0 };
     let r = unsafe {
         sys::syscall6(
             libc::SYS_prctl,
             PR_SET_SYSCALL_USER_DISPATCH,
             PR_SYS_DISPATCH_ON,
-            0,
-            0,
+            tramp,
+            len,
             t.sud.as_ptr() as u64,
             0,
         )
@@ -72,8 +102,17 @@ extern "C" fn on_sigsys(_sig: i32, _info: *mut libc::siginfo_t, ctx: *mut libc::
         COUNTS[nr].fetch_add(1, Ordering::Relaxed);
     }
     let m = state::mode();
-    if (m == state::M_RECORD || m == state::M_REPLAY) && !th.passthrough && !IN_RT.with(|c| c.get())
+    let active = (m == state::M_RECORD || m == state::M_REPLAY) && !th.passthrough;
+    if active
+        && crate::capture::on()
+        && RESTORER.load(Ordering::Relaxed) != 0
+        && crate::capture::handle(th, g)
     {
+        // Performed here; the thread goes on trapping until the stdio call ends.
+        th.sud.store(BLOCK, Ordering::Relaxed);
+        return;
+    }
+    if active && !IN_RT.with(|c| c.get()) {
         IN_RT.with(|c| c.set(true));
         let _e = sys::ErrnoGuard::new();
         access::safe_point(th);
