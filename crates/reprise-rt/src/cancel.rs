@@ -101,14 +101,15 @@ pub extern "C" fn reprise_cancelled(relock: *mut libc::pthread_mutex_t) {
 }
 
 /// The thread is about to be unwound by a cancellation (recorded or replayed): the main
-/// thread has no trampoline whose cleanup would end it, so it ends now.
+/// thread has no trampoline whose cleanup would end it (see
+/// [`crate::lifecycle::main_unwinding`]).
 #[no_mangle]
 pub extern "C" fn reprise_cancel_exit() {
     let Some(e) = crate::entry::enter() else { return };
     let main = e.t().tid == 0;
     drop(e);
     if main {
-        crate::lifecycle::thread_end();
+        crate::lifecycle::main_unwinding();
     }
 }
 

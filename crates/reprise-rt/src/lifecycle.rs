@@ -192,11 +192,18 @@ fn final_checkpoint(t: &mut Thread) {
     }
 }
 
+std::thread_local! {
+    /// The current thread has ended ([`thread_end`]); it may still run its thread-local
+    /// destructors, and glibc's exit if it is the last thread.
+    static ENDED: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
 /// The current thread returned from its start routine (or called pthread_exit).
 pub fn thread_end() {
     let Some(e) = crate::entry::enter() else {
         return;
     };
+    ENDED.with(|c| c.set(true));
     let t = e.t();
     access::safe_point(t);
     crate::model::thread_exit(t);
@@ -206,6 +213,26 @@ pub fn thread_end() {
     st.events
         .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
     st.state.store(ST_EXITED, Ordering::SeqCst);
+}
+
+/// The main thread is about to be unwound (pthread_exit, cancellation) while the process goes
+/// on. It has no trampoline whose cleanup would end it after the program's cleanup handlers,
+/// but glibc runs its thread-specific data destructors once the unwind is over: a key's
+/// destructor ends it there (its last turn must be released, or the process could never end).
+pub fn main_unwinding() {
+    extern "C" fn main_end(_: *mut libc::c_void) {
+        thread_end();
+    }
+    let mut k: libc::pthread_key_t = 0;
+    // SAFETY: creating a key with a plain C destructor, and giving this thread a non-null value
+    // for it, so that the destructor runs.
+    let armed = unsafe {
+        libc::pthread_key_create(&mut k, Some(main_end)) == 0
+            && libc::pthread_setspecific(k, 1 as *const libc::c_void) == 0
+    };
+    if !armed {
+        thread_end();
+    }
 }
 
 /// A fork child runs unrecorded (one process is recorded): the runtime turns off in it, and
@@ -251,10 +278,20 @@ extern "C" fn at_exit() {
     };
     let t = e.t();
     access::safe_point(t);
+    // After main called pthread_exit, the process ends when its last thread ends: glibc's
+    // exit(0) from whichever thread decrements its thread count last, a race the program does
+    // not see. That end is the main thread's (its recorded last event), whoever runs it.
+    let implicit = ENDED.with(|c| c.get());
+    let (tid, event) = if implicit {
+        // SAFETY: slot 0 (the main thread) is initialised; its events are atomic.
+        (0, unsafe { &*state::slot(0) }.events.load(Ordering::Relaxed))
+    } else {
+        (t.tid, t.events.load(Ordering::Relaxed))
+    };
     let end = ProcessEnd {
         kind: END_EXIT,
-        tid: t.tid,
-        event: t.events.load(Ordering::Relaxed),
+        tid,
+        event,
         code: 0,
         si_code: 0,
         addr: 0,
@@ -318,7 +355,10 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     }
     state::status_header().finishing.store(1, Ordering::SeqCst);
     leap::release_held(t);
-    final_checkpoint(t);
+    if !ENDED.with(|c| c.get()) {
+        // (An ended thread logged its final checkpoint at its end.)
+        final_checkpoint(t);
+    }
     let st = state::status(t.tid);
     st.events
         .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);

@@ -648,7 +648,7 @@ pub extern "C" fn reprise_thread_finish() {
 
 /// `pthread_exit` (the C interposer in `csrc/libc_shim.c` calls this, then glibc's, which
 /// unwinds): a safe point. A thread started through the trampoline ends when the unwind
-/// reaches it; the main thread has no trampoline, so it ends here.
+/// reaches it; the main thread has none (see [`crate::lifecycle::main_unwinding`]).
 #[no_mangle]
 pub extern "C" fn reprise_pthread_exit_begin() {
     let Some(e) = enter() else { return };
@@ -657,7 +657,7 @@ pub extern "C" fn reprise_pthread_exit_begin() {
     let main = t.tid == 0;
     drop(e);
     if main {
-        crate::lifecycle::thread_end();
+        crate::lifecycle::main_unwinding();
     }
 }
 
