@@ -26,6 +26,20 @@ use core::ffi::c_int;
 use core::sync::atomic::Ordering;
 use reprise_proto::*;
 
+/// Mark the thread as running runtime code (its memory wrappers then pass through). The fence
+/// keeps the compiler from dropping the store: it cannot see that the linker routes its
+/// memcpy/memset intrinsics to wrappers that read the flag.
+pub(crate) fn rt_on() {
+    IN_RT.with(|c| c.set(true));
+    core::sync::atomic::compiler_fence(Ordering::SeqCst);
+}
+
+/// The thread runs program code again.
+pub(crate) fn rt_off() {
+    core::sync::atomic::compiler_fence(Ordering::SeqCst);
+    IN_RT.with(|c| c.set(false));
+}
+
 /// The value of the result that marks a cancellation ("CANCELED").
 pub const MARK: u64 = 0x4445_4c45_434e_4143;
 
@@ -56,10 +70,10 @@ pub extern "C" fn reprise_cancel_point() -> c_int {
     if !marked_here(t) {
         return 0;
     }
-    IN_RT.with(|c| c.set(true));
+    rt_on();
     let _e = crate::sys::ErrnoGuard::new();
     access::result(t, None);
-    IN_RT.with(|c| c.set(false));
+    rt_off();
     1
 }
 
@@ -90,14 +104,14 @@ fn marked_here(t: &Thread) -> bool {
 #[no_mangle]
 pub extern "C" fn reprise_cancelled(relock: *mut libc::pthread_mutex_t) {
     let Some(t) = this_thread() else { return };
-    IN_RT.with(|c| c.set(true));
+    rt_on();
     let _e = crate::sys::ErrnoGuard::new();
     state::status(t.tid).state.store(ST_RUNNING, Ordering::SeqCst);
     access::result(t, Some(MARK));
     if !relock.is_null() {
         crate::sync::take_obj(t, relock.cast(), kind::COND);
     }
-    IN_RT.with(|c| c.set(false));
+    rt_off();
 }
 
 /// The thread is about to be unwound by a cancellation (recorded or replayed): the main

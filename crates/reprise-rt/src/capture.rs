@@ -23,6 +23,7 @@
 #![allow(unsafe_code)]
 
 use crate::access;
+use crate::cancel::{rt_off, rt_on};
 use crate::state::{self, Thread, IN_RT};
 use crate::sys;
 use core::cell::Cell;
@@ -125,10 +126,10 @@ pub fn handle(t: &mut Thread, g: &mut [i64; 23]) -> bool {
         // The runtime's own call (its allocator, a turn's futex) inside the stdio call.
         native(nr, &a)
     } else {
-        IN_RT.with(|c| c.set(true));
+        rt_on();
         let _e = sys::ErrnoGuard::new();
         let r = captured(t, nr, &a).unwrap_or_else(|| native(nr, &a));
-        IN_RT.with(|c| c.set(false));
+        rt_off();
         r
     };
     g[libc::REG_RAX as usize] = r;

@@ -234,10 +234,12 @@ fn alloc_aligned(align: usize, n: usize) -> *mut c_void {
     p as *mut c_void
 }
 
+/// Zero `n` bytes at `p` with libc's own memset: not the `--wrap`ped one (which would record
+/// a ranged access), and not the compiler's memset intrinsic, across which the compiler may
+/// drop a store to IN_RT (it cannot know the linker wraps memset).
 fn zero(p: *mut c_void, n: usize) {
-    // SAFETY: p has at least n usable bytes; write_bytes may lower to memset, which the
-    // wrapper passes through because we run with IN_RT set (or before init).
-    unsafe { core::ptr::write_bytes(p as *mut u8, 0, n) };
+    // SAFETY: p has at least n usable bytes.
+    unsafe { crate::real::__real_memset(p, 0, n) };
 }
 
 struct RtGuard(bool);
@@ -280,7 +282,6 @@ pub extern "C" fn calloc(a: usize, b: usize) -> *mut c_void {
     let p = alloc(n);
     // A large block is a fresh mapping: zero already.
     if !p.is_null() && !large::contains(p as usize) {
-        let _g = RtGuard::new();
         zero(p, n);
     }
     p
@@ -304,11 +305,9 @@ pub extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
     }
     let q = alloc(n);
     if !q.is_null() {
-        let _g = RtGuard::new();
-        // SAFETY: both blocks are valid for `have` bytes and distinct.
-        unsafe { core::ptr::copy_nonoverlapping(p as *const u8, q as *mut u8, have) };
-    }
-    if !q.is_null() {
+        // SAFETY: both blocks are valid for `have` bytes and distinct; libc's own memcpy (see
+        // `zero`).
+        unsafe { crate::real::__real_memcpy(q, p, have) };
         free_block(p);
     }
     q
