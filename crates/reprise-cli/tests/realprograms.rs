@@ -1,0 +1,361 @@
+//! Real programs' ways that broke recording (issue 12): threads that end by `pthread_exit` from
+//! any depth or by cancellation (cleanup handlers and C++ destructors run by glibc's forced
+//! unwind), a main thread that ends by `pthread_exit`, a program that names its own globals and
+//! functions `send`, `recv`, `poll`, `time`, `read`, heaps of many gigabytes mostly untouched,
+//! and input read through stdio from a file or pipe on stdin and from `fopen`ed files.
+//!
+//! Each program is built with gcc and with clang and recorded [`RECORDINGS`] times; every
+//! recording must show what the program prints when it works (the cleanup handlers' and
+//! destructors' notes, the allocations, the bytes read) and replay verified with the recording's
+//! output and exit status, with no input attached (stdin is /dev/null in replay) and without the
+//! files the program read. A failing recording's trace is kept under
+//! `target/tmp/failed-traces/`.
+
+mod common;
+use common::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RECORDINGS: usize = 20;
+
+/// Where a failing recording's trace is kept.
+fn failed_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("failed-traces")
+}
+
+/// Where the recording's stdin comes from.
+enum Input<'a> {
+    Null,
+    File(&'a Path),
+    Pipe(&'a [u8]),
+}
+
+/// Record `bin` with `stdin`; returns the recording and reprise's own stderr lines.
+fn record_with(w: &Work, bin: &str, args: &[String], trace: &str, stdin: Input) -> (Recorded, String) {
+    let t = w.path(trace);
+    let mut c = w.cmd();
+    c.arg("record").arg("-o").arg(&t).arg("--").arg(format!("./{bin}")).args(args);
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    match stdin {
+        Input::Null => c.stdin(Stdio::null()),
+        Input::File(p) => c.stdin(std::fs::File::open(p).unwrap()),
+        Input::Pipe(_) => c.stdin(Stdio::piped()),
+    };
+    let mut child = c.spawn().unwrap();
+    let feeder = if let Input::Pipe(data) = stdin {
+        let mut sin = child.stdin.take().unwrap();
+        let data = data.to_vec();
+        Some(std::thread::spawn(move || {
+            for piece in data.chunks(5000) {
+                let _ = sin.write_all(piece);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }))
+    } else {
+        None
+    };
+    let start = Instant::now();
+    let pid = child.id();
+    let watchdog = std::thread::spawn(move || {
+        while start.elapsed() < Duration::from_secs(120) {
+            std::thread::sleep(Duration::from_millis(50));
+            // SAFETY: kill(2) with signal 0 only checks whether the process exists.
+            if unsafe { libc::kill(pid as i32, 0) } != 0 {
+                return;
+            }
+        }
+        // SAFETY: the recorder we started, still running after the limit.
+        unsafe { libc::kill(pid as i32, 9) };
+    });
+    let o = child.wait_with_output().unwrap();
+    watchdog.join().unwrap();
+    if let Some(f) = feeder {
+        f.join().unwrap();
+    }
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        err.contains(&format!("reprise: trace saved to {}", t.display())),
+        "record did not report its trace:\n{err}"
+    );
+    let prog_err: Vec<u8> = err
+        .lines()
+        .filter(|l| !l.starts_with("reprise:"))
+        .flat_map(|l| format!("{l}\n").into_bytes())
+        .collect();
+    let ours: String = err
+        .lines()
+        .filter(|l| l.starts_with("reprise:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let r = Recorded {
+        trace: t,
+        stdout: o.stdout,
+        stderr: prog_err,
+        status: shell_status_of(o.status),
+    };
+    (r, ours)
+}
+
+fn shell_status_of(s: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+}
+
+/// Replay `r` verified; on failure keep its trace (as `name`) before failing.
+fn replay_kept(w: &Work, r: &Recorded, name: &str) {
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        replay_verified(w, r, How::Plain)
+    }));
+    if let Err(e) = res {
+        let dir = failed_dir();
+        std::fs::create_dir_all(&dir).ok();
+        let keep = dir.join(format!("{name}.trace"));
+        std::fs::copy(&r.trace, &keep).ok();
+        eprintln!("kept the failing trace as {}", keep.display());
+        std::panic::resume_unwind(e);
+    }
+}
+
+/// Build `name` with `compiler`, record it [`RECORDINGS`] times (stdin from `input(i)`, after
+/// `before(i)`), check each recording's output with `check`, and replay each verified (after
+/// `before_replay(i)`).
+fn run(
+    name: &str,
+    compiler: &str,
+    mut before: impl FnMut(&Work, usize) -> Option<Vec<u8>>,
+    mut before_replay: impl FnMut(&Work, usize),
+    check: impl Fn(&str, &str),
+) {
+    let p = program(name);
+    let w = Work::new();
+    let bin = w.build(&p, compiler);
+    for i in 0..RECORDINGS {
+        let input = before(&w, i);
+        let file = w.path("stdin.input");
+        let stdin = match &input {
+            None => Input::Null,
+            Some(data) if i % 2 == 0 => {
+                std::fs::write(&file, data).unwrap();
+                Input::File(&file)
+            }
+            Some(data) => Input::Pipe(data),
+        };
+        let (r, ours) = record_with(&w, &bin, &p.args, &format!("{name}-{i}.trace"), stdin);
+        let out = String::from_utf8_lossy(&r.stdout).into_owned();
+        check(&out, &ours);
+        before_replay(&w, i);
+        replay_kept(&w, &r, &format!("{name}-{compiler}-{i}"));
+    }
+}
+
+/// Positions of `words` in `s`, asserting each is there.
+fn positions(s: &str, words: &[&str]) -> Vec<usize> {
+    words
+        .iter()
+        .map(|w| s.find(w).unwrap_or_else(|| panic!("`{w}` missing from:\n{s}")))
+        .collect()
+}
+
+fn in_order(s: &str, words: &[&str]) {
+    let p = positions(s, words);
+    assert!(p.windows(2).all(|w| w[0] < w[1]), "{words:?} not in this order in:\n{s}");
+}
+
+fn no_unseen_cancellation(ours: &str) {
+    assert!(
+        !ours.contains("does not interpose"),
+        "a cancellation was not seen by the runtime:\n{ours}"
+    );
+}
+
+fn thread_exit(compiler: &str) {
+    run("thread_exit", compiler, |_, _| None, |_, _| {}, |out, ours| {
+        no_unseen_cancellation(ours);
+        for l in ["T0 -> 100", "T1 -> 101", "T2 -> 102", "T3 -> -1", "T4 -> -1", "T5 -> -1", "T6 -> -1"] {
+            assert!(out.contains(l), "`{l}` missing from:\n{out}");
+        }
+        let log = out.lines().find(|l| l.starts_with("log: ")).expect("no log line");
+        in_order(log, &["b0", "a0"]);
+        positions(log, &["p1", "e2", "w3", "s4", "t5", "r6"]);
+        assert!(!out.contains("unreachable"), "{out}");
+    });
+}
+
+fn thread_exit_cxx(compiler: &str) {
+    run("thread_exit_cxx", compiler, |_, _| None, |_, _| {}, |out, ours| {
+        no_unseen_cancellation(ours);
+        for l in ["T0 -> 100", "T1 -> -1", "T2 -> -1", "T3 -> 103"] {
+            assert!(out.contains(l), "`{l}` missing from:\n{out}");
+        }
+        let log = out.lines().find(|l| l.starts_with("log: ")).expect("no log line");
+        in_order(log, &["~3", "~2", "~1", "f0"]);
+        in_order(log, &["c2", "~s2"]);
+        positions(log, &["~w1", "~r3", "~x4"]);
+        assert!(!out.contains("unreachable"), "{out}");
+    });
+}
+
+fn main_pthread_exit(compiler: &str) {
+    run("main_pthread_exit", compiler, |_, _| None, |_, _| {}, |out, _| {
+        let l = out.lines().find(|l| l.contains("order: ")).unwrap_or_else(|| panic!("{out}"));
+        in_order(l, &["order: main", "w"]);
+        positions(l, &["w1", "w2"]);
+    });
+}
+
+fn libc_names(compiler: &str) {
+    run("libc_names", compiler, |_, _| None, |_, _| {}, |out, _| {
+        // (poll[0] is raced on: "poll" or "Poll".)
+        assert!(out.contains("send=157 recv=4005,4006,3699,3700 poll="), "{out}");
+        assert!(out.contains("oll time=1002 calls=3"), "{out}");
+    });
+}
+
+fn libc_names_cxx(compiler: &str) {
+    run("libc_names_cxx", compiler, |_, _| None, |_, _| {}, |out, _| {
+        assert!(out.contains("send=157 recv=391,392,363,364 poll="), "{out}");
+        assert!(out.contains("time=1002 calls="), "{out}");
+    });
+}
+
+fn huge_heap(compiler: &str) {
+    run("huge_heap", compiler, |_, _| None, |_, _| {}, |out, _| {
+        for l in [
+            "allocated 4+4 blocks of 2150000000 bytes; 2^46: NULL; SIZE_MAX: NULL; calloc overflow: NULL",
+            "checksums fe7809d33d6d480a 1b814191df083e9a",
+            "blocks disjoint: yes",
+        ] {
+            assert!(out.contains(l), "`{l}` missing from:\n{out}");
+        }
+    });
+}
+
+fn fnv(mut h: u64, b: &[u8]) -> u64 {
+    for &x in b {
+        h = (h ^ x as u64).wrapping_mul(1099511628211);
+    }
+    h
+}
+const FNV0: u64 = 1469598103934665603;
+
+/// stdin_scanf's input for recording `i` and the line it must print about it.
+fn scanf_input(i: usize) -> (Vec<u8>, String) {
+    let mut x: u64 = 0x9e37_79b9 + i as u64;
+    let mut next = || {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 33) as i64
+    };
+    let nums: Vec<i64> = (0..200).map(|_| next() % 2001 - 1000).collect();
+    let line = format!("line {i} of the input, read by fgets\n");
+    let rest: Vec<u8> = (0..30000).map(|_| b' ' + (next() % 95) as u8).collect();
+    let mut input = format!(
+        "{}\n{}\n",
+        nums.len(),
+        nums.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")
+    )
+    .into_bytes();
+    input.extend_from_slice(line.as_bytes());
+    input.extend_from_slice(&rest);
+    let h = fnv(fnv(FNV0, line.as_bytes()), &rest);
+    let want = format!(
+        "stdin: count=200 sum={} nl=10 line={} rest={} hash={h:016x} eof=1",
+        nums.iter().sum::<i64>(),
+        line.len(),
+        rest.len()
+    );
+    (input, want)
+}
+
+const SCANF_FILE: &str = "123 456\nsecond line of the file\n";
+
+fn stdin_scanf(compiler: &str) {
+    let file_rest = format!("{}\n", "x".repeat(3000));
+    let file_hash = fnv(fnv(FNV0, b"second line of the file\n"), file_rest.as_bytes());
+    let file_want = format!(
+        "file: scanned 2 (123 456) c=10 line=24 rest={} hash={file_hash:016x}",
+        file_rest.len()
+    );
+    let wants = std::cell::RefCell::new(Vec::new());
+    run(
+        "stdin_scanf",
+        compiler,
+        |w, i| {
+            std::fs::write(w.path("stdin_scanf.input"), format!("{SCANF_FILE}{file_rest}")).unwrap();
+            let (input, want) = scanf_input(i);
+            wants.borrow_mut().push(want);
+            Some(input)
+        },
+        |w, _| {
+            // Replay needs neither stdin (it is /dev/null) nor the file the program fopen'ed.
+            std::fs::remove_file(w.path("stdin_scanf.input")).unwrap();
+            std::fs::remove_file(w.path("stdin.input")).ok();
+        },
+        |out, _| {
+            let want = wants.borrow().last().unwrap().clone();
+            assert!(out.contains(&want), "`{want}` missing from:\n{out}");
+            assert!(out.contains(&file_want), "`{file_want}` missing from:\n{out}");
+        },
+    );
+}
+
+macro_rules! both_compilers {
+    ($($name:ident),*) => {$(
+        mod $name {
+            #[test]
+            fn gcc() {
+                super::$name("gcc");
+            }
+            #[test]
+            fn clang() {
+                super::$name("clang");
+            }
+        }
+    )*};
+}
+
+both_compilers!(
+    thread_exit,
+    thread_exit_cxx,
+    main_pthread_exit,
+    libc_names,
+    libc_names_cxx,
+    huge_heap,
+    stdin_scanf
+);
+
+/// The runtime archive defines no name of libc or libstdc++ strongly: a program may
+/// define any of them itself (its definition then wins), as with those libraries alone.
+#[test]
+fn runtime_takes_no_library_name_strongly() {
+    let archive = reprise().parent().unwrap().join("libreprise_rt.a");
+    let mut lib_names = std::collections::BTreeSet::new();
+    for (cc, lib) in [("gcc", "libc.so.6"), ("g++", "libstdc++.so.6")] {
+        let o = Command::new(cc).arg(format!("-print-file-name={lib}")).output().unwrap();
+        let path = String::from_utf8(o.stdout).unwrap().trim().to_string();
+        let o = Command::new("nm").args(["-D", "--defined-only", &path]).output().unwrap();
+        assert!(o.status.success(), "nm {path} failed");
+        for l in String::from_utf8_lossy(&o.stdout).lines() {
+            if let Some(name) = l.split_whitespace().nth(2) {
+                lib_names.insert(name.split('@').next().unwrap().to_string());
+            }
+        }
+    }
+    assert!(lib_names.contains("send") && lib_names.contains("pthread_mutex_lock"));
+    let o = Command::new("nm").args(["-g", "--defined-only"]).arg(&archive).output().unwrap();
+    assert!(o.status.success(), "nm {} failed", archive.display());
+    let strong: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 3 && matches!(f[1], "T" | "D" | "B" | "R") && lib_names.contains(f[2]))
+                .then(|| f[2].to_string())
+        })
+        .collect();
+    assert!(strong.is_empty(), "the runtime defines these library names strongly: {strong:?}");
+    let weak_send = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .any(|l| l.ends_with(" W send"));
+    assert!(weak_send, "the runtime no longer interposes send (weakly)?");
+}
