@@ -7,6 +7,16 @@
 //! the same in both modes); pipes on stdout and stderr, which the launcher copies to its own
 //! and keeps (for the trace, or to compare in replay). A watchdog reads the status memfd
 //! during replay and reports who waits for whom instead of hanging.
+//!
+//! Signals: while recording, SIGINT, SIGTERM and SIGHUP sent to the launcher are sent on to
+//! the program, as if sent to it directly (the runtime ends the trace if the program does not
+//! handle them). Unless stdin is a terminal the program runs in its own process group, so a
+//! signal to the launcher's group reaches it once, through the launcher; with a terminal it
+//! shares the launcher's group (it may read the terminal), and what the terminal sends (Ctrl-C,
+//! hangup) reaches both directly and is not sent again. The program never outlives the
+//! launcher (PR_SET_PDEATHSIG). In replay, a recording ended by such a signal from outside is
+//! ended the same way: the launcher sends it once every thread reached its recorded final
+//! event count.
 
 use anyhow::{bail, Context, Result};
 use reprise_proto::*;
@@ -32,6 +42,46 @@ pub struct Launch {
     pub config: Vec<u8>,
     /// Watchdog: on in replay; the timeout without any progress.
     pub watchdog: Option<Duration>,
+    /// Record: send SIGINT, SIGTERM and SIGHUP on to the program.
+    pub forward_signals: bool,
+    /// Replay of a recording ended by a terminating signal from outside: the signal, and each
+    /// thread's recorded final event count, which the replay reaches before it is sent.
+    pub end_signal: Option<(i32, Vec<(u32, u64)>)>,
+}
+
+/// The program's pid while it runs (for the signal-forwarding handler), else 0.
+static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+/// Whether the program shares the launcher's process group.
+static SAME_GROUP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+const FORWARDED: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+extern "C" fn forward(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    use std::sync::atomic::Ordering;
+    let pid = CHILD.load(Ordering::SeqCst);
+    if pid <= 0 {
+        return;
+    }
+    // SAFETY: the kernel's siginfo for this signal.
+    let code = unsafe { (*info).si_code };
+    if SAME_GROUP.load(Ordering::SeqCst) && code == libc::SI_KERNEL {
+        // From the terminal, to the whole foreground group: the program has its own copy.
+        return;
+    }
+    // SAFETY: kill(2) on our own child, async-signal-safe.
+    unsafe { libc::kill(pid, sig) };
+}
+
+fn install_forwarding() {
+    for sig in FORWARDED {
+        // SAFETY: a zeroed sigaction with our handler and SA_SIGINFO is valid.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = forward as extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void)
+                as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
 }
 
 /// Where the child's output goes as it arrives.
@@ -161,15 +211,36 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     if status_map == libc::MAP_FAILED {
         bail!("cannot map the status region");
     }
+    // SAFETY: isatty and getpid have no preconditions.
+    let own_group = unsafe { libc::isatty(0) } == 0;
+    let parent = unsafe { libc::getpid() };
+    SAME_GROUP.store(!own_group, std::sync::atomic::Ordering::SeqCst);
+    if l.forward_signals {
+        install_forwarding();
+    }
     let start = Instant::now();
     // SAFETY: between fork and exec the child only makes async-signal-safe calls (dup2,
-    // chdir, setrlimit, personality, execve, _exit) on data prepared before the fork.
+    // chdir, setrlimit, personality, setpgid, prctl, getppid, execve, _exit) on data prepared
+    // before the fork.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         bail!("fork failed: {}", std::io::Error::last_os_error());
     }
     if pid == 0 {
         unsafe {
+            // Never outlive the launcher.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+            if libc::getppid() != parent {
+                libc::_exit(125);
+            }
+            if own_group {
+                libc::setpgid(0, 0);
+            }
+            // The launcher's forwarding handlers are not the program's (exec resets caught
+            // signals; this covers the instant before).
+            for sig in FORWARDED {
+                libc::signal(sig, libc::SIG_DFL);
+            }
             for (from, to) in fds {
                 if libc::dup2(from, to) < 0 {
                     libc::_exit(127);
@@ -189,6 +260,12 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
             libc::_exit(127);
         }
     }
+    if own_group {
+        // Also from this side, so a signal sent right after fork finds the group.
+        // SAFETY: setpgid on our own child.
+        unsafe { libc::setpgid(pid, pid) };
+    }
+    CHILD.store(pid, std::sync::atomic::Ordering::SeqCst);
     drop((ev_w, out_w, err_w));
     let (tx, rx) = mpsc::channel();
     reader(ev_r, tx.clone(), Msg::Events);
@@ -198,6 +275,7 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     let mut exit: Option<reprise_trace::Exit> = None;
     let mut exited_at: Option<Instant> = None;
     let mut wd = Watchdog::new(status_map as *const u8, l.watchdog);
+    let mut end_sent: Option<Instant> = None;
     let mut stuck = None;
     let mut last_tick = Instant::now();
     let mut stdout = std::io::stdout();
@@ -229,7 +307,21 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
             if r == pid {
                 exit = Some(decode_status(st));
                 exited_at = Some(Instant::now());
-            } else if stuck.is_none() {
+                CHILD.store(0, std::sync::atomic::Ordering::SeqCst);
+            } else if let Some((sig, finals)) = &l.end_signal {
+                // Replay of an end by a signal from outside: once every thread is where the
+                // recording's were, send it (again every 200 ms: a thread busy inside the
+                // runtime lets it pass).
+                if end_sent.is_none_or(|t| t.elapsed() > Duration::from_millis(200))
+                    && wd.reached(finals)
+                {
+                    // SAFETY: signalling our own child.
+                    unsafe { libc::kill(pid, *sig) };
+                    end_sent = Some(Instant::now());
+                }
+            }
+            let sent_long_ago = end_sent.is_none_or(|t| t.elapsed() > Duration::from_secs(5));
+            if exit.is_none() && stuck.is_none() && sent_long_ago {
                 if let Some(report) = wd.check() {
                     stuck = Some(report);
                     // SAFETY: killing our own child.
@@ -247,6 +339,7 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         unsafe { libc::waitpid(pid, &mut st, 0) };
         exit = Some(decode_status(st));
     }
+    CHILD.store(0, std::sync::atomic::Ordering::SeqCst);
     // Drain what is still queued.
     while let Ok(m) = rx.try_recv() {
         match m {
@@ -294,6 +387,20 @@ impl Watchdog {
             last_sig: Vec::new(),
             stable_since: Instant::now(),
         }
+    }
+
+    /// Whether every thread of `finals` is where the recording's was: parked at the end of
+    /// its recorded events, exited, or waiting (blocked, or for a turn) at its final count.
+    fn reached(&self, finals: &[(u32, u64)]) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        finals.iter().all(|&(tid, n)| {
+            let st = self.slot(tid as usize);
+            match st.state.load(Relaxed) {
+                ST_EXITED | ST_AT_END => true,
+                ST_BLOCKED | ST_WAIT_TURN => st.events.load(Relaxed) >= n,
+                _ => false,
+            }
+        })
     }
 
     fn slot(&self, i: usize) -> &ThreadStatus {

@@ -189,6 +189,8 @@ pub fn record(o: RecordOpts) -> Result<i32> {
         rlimit_stack: header.rlimit_stack,
         config: record_config(o.checkpoint, flags),
         watchdog: None,
+        forward_signals: true,
+        end_signal: None,
     };
     let mut sink = RecordSink {
         w,

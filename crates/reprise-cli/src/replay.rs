@@ -145,6 +145,11 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
                 },
         ),
         watchdog: Some(timeout),
+        forward_signals: false,
+        end_signal: rec.end.as_ref().and_then(|(end, finals)| {
+            (end.kind == reprise_proto::END_SIGNAL && end.tid == reprise_proto::END_TID_NONE)
+                .then(|| (end.code, finals.iter().map(|(&t, &n)| (t, n)).collect()))
+        }),
     };
     let mut sink = ReplaySink::default();
     let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;

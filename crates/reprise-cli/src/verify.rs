@@ -178,6 +178,7 @@ pub fn end_kind(k: u32) -> &'static str {
     match k {
         END_EXIT => "exit",
         END_FAULT => "fault",
+        END_SIGNAL => "termination by a signal",
         _ => "unknown end",
     }
 }

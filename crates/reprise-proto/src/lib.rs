@@ -163,9 +163,10 @@ pub struct Pair {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProcessEnd {
-    /// 0 unknown, 1 exit, 2 fault (synchronous signal).
+    /// 0 unknown, 1 exit, 2 fault (synchronous signal), 3 a terminating signal from outside.
     pub kind: u32,
-    /// Thread that ended the process.
+    /// Thread that ended the process ([`END_TID_NONE`]: none, the process was killed from
+    /// outside while its threads were where the final event counts say).
     pub tid: u32,
     /// That thread's event count.
     pub event: u64,
@@ -183,6 +184,13 @@ pub const END_UNKNOWN: u32 = 0;
 pub const END_EXIT: u32 = 1;
 /// [`ProcessEnd::kind`]: a fault or abort.
 pub const END_FAULT: u32 = 2;
+/// [`ProcessEnd::kind`]: a terminating signal (SIGINT, SIGTERM, SIGHUP) the program does not
+/// handle, sent from outside; `code` is the signal. With [`END_TID_NONE`] the process was ended
+/// wherever its threads were (replay sends the signal once every thread reached its recorded
+/// final event count); otherwise at that thread's runtime entry (a recorded delivery).
+pub const END_SIGNAL: u32 = 3;
+/// [`ProcessEnd::tid`] of an end that belongs to no thread.
+pub const END_TID_NONE: u32 = u32::MAX;
 
 /// Status of one thread for the watchdog (shared memory, written by the runtime).
 #[repr(C)]

@@ -150,7 +150,11 @@ fn flush_stripe(s: u32, st: &mut Stripe) {
 
 /// Park this thread for good: its recorded events are exhausted (or the process is ending).
 pub fn park_forever(tid: u32, state_code: u32) -> ! {
-    state::status(tid).state.store(state_code, Ordering::SeqCst);
+    let st = state::status(tid);
+    // SAFETY: the slot of a created thread (the caller's own); events is atomic.
+    let events = unsafe { &*state::slot(tid) }.events.load(Ordering::Relaxed);
+    st.events.store(events, Ordering::Relaxed);
+    st.state.store(state_code, Ordering::SeqCst);
     let w = AtomicU32::new(0);
     loop {
         sys::futex_wait(&w, 0);

@@ -17,6 +17,16 @@ use reprise_proto::*;
 
 /// Called once after the runtime switched to record or replay.
 pub fn after_init() {
+    // Runtime work: its own memset/memcpy (zeroed structs) must not be recorded accesses.
+    let was = state::IN_RT.with(|c| c.get());
+    crate::cancel::rt_on();
+    after_init_inner();
+    if !was {
+        crate::cancel::rt_off();
+    }
+}
+
+fn after_init_inner() {
     // SAFETY: registering a plain C function with atexit, and installing signal handlers
     // with a valid sigaction; neither touches program state.
     unsafe {
@@ -38,6 +48,7 @@ pub fn after_init() {
         }
     }
     crate::sud::install_handler();
+    crate::signals::catch_terminators();
     load_unwinder();
     // The runtime's descriptors are not for programs this one starts.
     for fd in [FD_CONFIG, FD_CHANNEL, FD_STATUS, FD_LOG] {
@@ -341,6 +352,60 @@ extern "C" fn on_fault(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_v
             libc::raise(sig);
         }
     }
+}
+
+/// A terminating signal the program does not handle ends the process (see
+/// `signals::terminator`): finish the trace, then die of the signal, as the process would
+/// have. `external`: the end belongs to no thread (the signal landed where the thread held
+/// nothing of the runtime's); otherwise it is this thread's, at its current runtime entry.
+pub fn end_by_signal(t: &mut Thread, sig: i32, external: bool) -> ! {
+    crate::cancel::rt_on();
+    let end = ProcessEnd {
+        kind: END_SIGNAL,
+        tid: if external { END_TID_NONE } else { t.tid },
+        event: if external {
+            0
+        } else {
+            t.events.load(Ordering::Relaxed)
+        },
+        code: sig,
+        si_code: 0,
+        addr: 0,
+    };
+    finish(t, end);
+    die_of(sig)
+}
+
+/// Die of `sig` by its default action, from anywhere (a handler of it included).
+pub fn die_of(sig: i32) -> ! {
+    crate::cancel::rt_on();
+    // SAFETY: restoring the default action, unblocking the signal for this thread, and sending
+    // it to this thread: the default action ends the process.
+    unsafe {
+        let mut dfl: libc::sigaction = core::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        crate::signals::install(sig, &dfl);
+        let set: u64 = 1 << (sig - 1);
+        sys::syscall6(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_UNBLOCK as u64,
+            &set as *const u64 as u64,
+            0,
+            8,
+            0,
+            0,
+        );
+        sys::syscall6(
+            libc::SYS_tgkill,
+            sys::syscall6(libc::SYS_getpid, 0, 0, 0, 0, 0, 0) as u64,
+            sys::gettid() as u64,
+            sig as u64,
+            0,
+            0,
+            0,
+        );
+    }
+    sys::exit_group(128 + sig)
 }
 
 /// End the process in the recorded way (see the module doc). Only one thread finishes;

@@ -23,6 +23,47 @@ const NSIG: usize = 65;
 static PROG: [AtomicUsize; NSIG] = [const { AtomicUsize::new(0) }; NSIG];
 /// Whether the program's handler takes siginfo (SA_SIGINFO).
 static SIGINFO: [AtomicUsize; NSIG] = [const { AtomicUsize::new(0) }; NSIG];
+/// `PROG` value of a terminating signal whose disposition is the default: the runtime catches
+/// it, ends the trace, and the process then dies of it as it would have.
+const DEFAULT_TERM: usize = usize::MAX;
+/// The signals a user sends to stop a program (Ctrl-C, kill, a closed terminal).
+const TERMINATORS: [c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// The handler the program believes it has installed.
+fn program_view(h: usize) -> usize {
+    if h == DEFAULT_TERM {
+        libc::SIG_DFL
+    } else {
+        h
+    }
+}
+
+/// At start: catch the terminating signals whose disposition is the default (an ignored one
+/// stays ignored), so the recording ends with a complete trace when one arrives.
+pub fn catch_terminators() {
+    for sig in TERMINATORS {
+        let mut cur = core::mem::MaybeUninit::<libc::sigaction>::uninit();
+        // SAFETY: reading the current action into `cur`, which the call fills.
+        let cur = unsafe {
+            real_sigaction()(sig, core::ptr::null(), cur.as_mut_ptr());
+            cur.assume_init()
+        };
+        if cur.sa_sigaction == libc::SIG_DFL && PROG[sig as usize].load(Ordering::Relaxed) == 0 {
+            PROG[sig as usize].store(DEFAULT_TERM, Ordering::Relaxed);
+            install_wrapper(sig, &cur);
+        }
+    }
+}
+
+/// Install `on_async` for `sig`, with the flags and mask of `a`.
+fn install_wrapper(sig: c_int, a: &libc::sigaction) {
+    let mut ours = *a;
+    ours.sa_sigaction =
+        on_async as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize;
+    ours.sa_flags |= libc::SA_SIGINFO | libc::SA_RESTART;
+    ours.sa_flags &= !libc::SA_RESETHAND;
+    install(sig, &ours);
+}
 
 fn synchronous(sig: c_int) -> bool {
     matches!(
@@ -67,6 +108,9 @@ pub fn install(sig: c_int, act: &libc::sigaction) {
 
 extern "C" fn on_async(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
     let t = state::cur();
+    if PROG[sig as usize].load(Ordering::Relaxed) == DEFAULT_TERM {
+        return terminator(sig, t);
+    }
     if t.is_null() || !active() {
         return call_program(sig);
     }
@@ -77,8 +121,45 @@ extern "C" fn on_async(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_voi
     unsafe { (*t).sig_pending.fetch_or(1 << sig, Ordering::SeqCst) };
 }
 
+/// A terminating signal arrived whose disposition is the default. Where the thread it landed on
+/// holds nothing of the runtime's (in program code, blocked in a real call, or in replay
+/// parked or waiting for a turn) the process ends here: the trace is finished with an end that
+/// belongs to no thread (replay sends the same signal once every thread reached its final
+/// count). A thread busy inside the runtime defers it to its next runtime entry (a recorded
+/// delivery, replayed there). Replay ignores a signal it cannot take now: its launcher resends.
+fn terminator(sig: c_int, t: *mut Thread) {
+    if t.is_null() || !active() {
+        crate::lifecycle::die_of(sig);
+    }
+    // SAFETY: the current thread's own slot.
+    let th = unsafe { &mut *t };
+    if th.passthrough {
+        crate::lifecycle::die_of(sig);
+    }
+    let replay = state::REPLAY.load(Ordering::Relaxed);
+    let st = state::status(th.tid).state.load(Ordering::SeqCst);
+    let idle = !IN_RT.with(|c| c.get())
+        || st == reprise_proto::ST_BLOCKED
+        || (replay && (st == reprise_proto::ST_AT_END || st == reprise_proto::ST_WAIT_TURN));
+    if idle {
+        crate::lifecycle::end_by_signal(th, sig, true);
+    }
+    if !replay {
+        th.sig_pending.fetch_or(1 << sig, Ordering::SeqCst);
+    }
+}
+
 fn call_program(sig: c_int) {
     let h = PROG[sig as usize].load(Ordering::Relaxed);
+    if h == DEFAULT_TERM {
+        let t = state::cur();
+        if !t.is_null() && active() {
+            // A deferred delivery (at this runtime entry, recorded; replayed here).
+            // SAFETY: the current thread's own slot.
+            crate::lifecycle::end_by_signal(unsafe { &mut *t }, sig, false);
+        }
+        crate::lifecycle::die_of(sig);
+    }
     if h == 0 || h == libc::SIG_IGN || h == libc::SIG_DFL {
         return;
     }
@@ -141,7 +222,7 @@ pub unsafe extern "C" fn sigaction(
     }
     let wrapped_before = (sig as usize) < NSIG && PROG[sig as usize].load(Ordering::Relaxed) != 0;
     let prev = if (sig as usize) < NSIG {
-        PROG[sig as usize].load(Ordering::Relaxed)
+        program_view(PROG[sig as usize].load(Ordering::Relaxed))
     } else {
         0
     };
@@ -157,6 +238,22 @@ pub unsafe extern "C" fn sigaction(
     // SAFETY: act is the caller's valid sigaction.
     let a = unsafe { *act };
     let h = a.sa_sigaction;
+    if h == libc::SIG_DFL && TERMINATORS.contains(&sig) {
+        // Still caught, to end the trace (see `catch_terminators`).
+        PROG[sig as usize].store(DEFAULT_TERM, Ordering::Relaxed);
+        // (No zeroed struct here: a memset in the program's call would be a recorded access.)
+        let mut cur = core::mem::MaybeUninit::<libc::sigaction>::uninit();
+        // SAFETY: reading the current action into `cur`; `old` is the caller's out-parameter.
+        unsafe {
+            real_sigaction()(sig, core::ptr::null(), cur.as_mut_ptr());
+            if !old.is_null() {
+                *old = cur.assume_init();
+                (*old).sa_sigaction = prev;
+            }
+        }
+        install_wrapper(sig, &a);
+        return 0;
+    }
     if h == libc::SIG_IGN || h == libc::SIG_DFL {
         PROG[sig as usize].store(0, Ordering::Relaxed);
         // SAFETY: forwarded unchanged.
