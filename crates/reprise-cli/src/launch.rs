@@ -76,8 +76,8 @@ fn install_forwarding() {
         // SAFETY: a zeroed sigaction with our handler and SA_SIGINFO is valid.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = forward as extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void)
-                as usize;
+            sa.sa_sigaction =
+                forward as extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) as usize;
             sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
@@ -229,7 +229,13 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     if pid == 0 {
         unsafe {
             // Never outlive the launcher.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
             if libc::getppid() != parent {
                 libc::_exit(125);
             }

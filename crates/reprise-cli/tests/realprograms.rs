@@ -33,10 +33,21 @@ enum Input<'a> {
 }
 
 /// Record `bin` with `stdin`; returns the recording and reprise's own stderr lines.
-fn record_with(w: &Work, bin: &str, args: &[String], trace: &str, stdin: Input) -> (Recorded, String) {
+fn record_with(
+    w: &Work,
+    bin: &str,
+    args: &[String],
+    trace: &str,
+    stdin: Input,
+) -> (Recorded, String) {
     let t = w.path(trace);
     let mut c = w.cmd();
-    c.arg("record").arg("-o").arg(&t).arg("--").arg(format!("./{bin}")).args(args);
+    c.arg("record")
+        .arg("-o")
+        .arg(&t)
+        .arg("--")
+        .arg(format!("./{bin}"))
+        .args(args);
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
     match stdin {
         Input::Null => c.stdin(Stdio::null()),
@@ -154,13 +165,19 @@ fn run(
 fn positions(s: &str, words: &[&str]) -> Vec<usize> {
     words
         .iter()
-        .map(|w| s.find(w).unwrap_or_else(|| panic!("`{w}` missing from:\n{s}")))
+        .map(|w| {
+            s.find(w)
+                .unwrap_or_else(|| panic!("`{w}` missing from:\n{s}"))
+        })
         .collect()
 }
 
 fn in_order(s: &str, words: &[&str]) {
     let p = positions(s, words);
-    assert!(p.windows(2).all(|w| w[0] < w[1]), "{words:?} not in this order in:\n{s}");
+    assert!(
+        p.windows(2).all(|w| w[0] < w[1]),
+        "{words:?} not in this order in:\n{s}"
+    );
 }
 
 fn no_unseen_cancellation(ours: &str) {
@@ -171,65 +188,121 @@ fn no_unseen_cancellation(ours: &str) {
 }
 
 fn thread_exit(compiler: &str) {
-    run("thread_exit", compiler, |_, _| None, |_, _| {}, |out, ours| {
-        no_unseen_cancellation(ours);
-        for l in ["T0 -> 100", "T1 -> 101", "T2 -> 102", "T3 -> -1", "T4 -> -1", "T5 -> -1", "T6 -> -1"] {
-            assert!(out.contains(l), "`{l}` missing from:\n{out}");
-        }
-        let log = out.lines().find(|l| l.starts_with("log: ")).expect("no log line");
-        in_order(log, &["b0", "a0"]);
-        positions(log, &["p1", "e2", "w3", "s4", "t5", "r6"]);
-        assert!(!out.contains("unreachable"), "{out}");
-    });
+    run(
+        "thread_exit",
+        compiler,
+        |_, _| None,
+        |_, _| {},
+        |out, ours| {
+            no_unseen_cancellation(ours);
+            for l in [
+                "T0 -> 100",
+                "T1 -> 101",
+                "T2 -> 102",
+                "T3 -> -1",
+                "T4 -> -1",
+                "T5 -> -1",
+                "T6 -> -1",
+            ] {
+                assert!(out.contains(l), "`{l}` missing from:\n{out}");
+            }
+            let log = out
+                .lines()
+                .find(|l| l.starts_with("log: "))
+                .expect("no log line");
+            in_order(log, &["b0", "a0"]);
+            positions(log, &["p1", "e2", "w3", "s4", "t5", "r6"]);
+            assert!(!out.contains("unreachable"), "{out}");
+        },
+    );
 }
 
 fn thread_exit_cxx(compiler: &str) {
-    run("thread_exit_cxx", compiler, |_, _| None, |_, _| {}, |out, ours| {
-        no_unseen_cancellation(ours);
-        for l in ["T0 -> 100", "T1 -> -1", "T2 -> -1", "T3 -> 103"] {
-            assert!(out.contains(l), "`{l}` missing from:\n{out}");
-        }
-        let log = out.lines().find(|l| l.starts_with("log: ")).expect("no log line");
-        in_order(log, &["~3", "~2", "~1", "f0"]);
-        in_order(log, &["c2", "~s2"]);
-        positions(log, &["~w1", "~r3", "~x4"]);
-        assert!(!out.contains("unreachable"), "{out}");
-    });
+    run(
+        "thread_exit_cxx",
+        compiler,
+        |_, _| None,
+        |_, _| {},
+        |out, ours| {
+            no_unseen_cancellation(ours);
+            for l in ["T0 -> 100", "T1 -> -1", "T2 -> -1", "T3 -> 103"] {
+                assert!(out.contains(l), "`{l}` missing from:\n{out}");
+            }
+            let log = out
+                .lines()
+                .find(|l| l.starts_with("log: "))
+                .expect("no log line");
+            in_order(log, &["~3", "~2", "~1", "f0"]);
+            in_order(log, &["c2", "~s2"]);
+            positions(log, &["~w1", "~r3", "~x4"]);
+            assert!(!out.contains("unreachable"), "{out}");
+        },
+    );
 }
 
 fn main_pthread_exit(compiler: &str) {
-    run("main_pthread_exit", compiler, |_, _| None, |_, _| {}, |out, _| {
-        let l = out.lines().find(|l| l.contains("order: ")).unwrap_or_else(|| panic!("{out}"));
-        in_order(l, &["order: main", "w"]);
-        positions(l, &["w1", "w2"]);
-    });
+    run(
+        "main_pthread_exit",
+        compiler,
+        |_, _| None,
+        |_, _| {},
+        |out, _| {
+            let l = out
+                .lines()
+                .find(|l| l.contains("order: "))
+                .unwrap_or_else(|| panic!("{out}"));
+            in_order(l, &["order: main", "w"]);
+            positions(l, &["w1", "w2"]);
+        },
+    );
 }
 
 fn libc_names(compiler: &str) {
-    run("libc_names", compiler, |_, _| None, |_, _| {}, |out, _| {
-        // (poll[0] is raced on: "poll" or "Poll".)
-        assert!(out.contains("send=157 recv=4005,4006,3699,3700 poll="), "{out}");
-        assert!(out.contains("oll time=1002 calls=3"), "{out}");
-    });
+    run(
+        "libc_names",
+        compiler,
+        |_, _| None,
+        |_, _| {},
+        |out, _| {
+            // (poll[0] is raced on: "poll" or "Poll".)
+            assert!(
+                out.contains("send=157 recv=4005,4006,3699,3700 poll="),
+                "{out}"
+            );
+            assert!(out.contains("oll time=1002 calls=3"), "{out}");
+        },
+    );
 }
 
 fn libc_names_cxx(compiler: &str) {
-    run("libc_names_cxx", compiler, |_, _| None, |_, _| {}, |out, _| {
-        assert!(out.contains("send=157 recv=391,392,363,364 poll="), "{out}");
-        assert!(out.contains("time=1002 calls="), "{out}");
-    });
+    run(
+        "libc_names_cxx",
+        compiler,
+        |_, _| None,
+        |_, _| {},
+        |out, _| {
+            assert!(out.contains("send=157 recv=391,392,363,364 poll="), "{out}");
+            assert!(out.contains("time=1002 calls="), "{out}");
+        },
+    );
 }
 
 fn huge_heap(compiler: &str) {
-    run("huge_heap", compiler, |_, _| None, |_, _| {}, |out, _| {
-        for l in [
+    run(
+        "huge_heap",
+        compiler,
+        |_, _| None,
+        |_, _| {},
+        |out, _| {
+            for l in [
             "allocated 4+4 blocks of 2150000000 bytes; 2^46: NULL; SIZE_MAX: NULL; calloc overflow: NULL",
             "checksums fe7809d33d6d480a 1b814191df083e9a",
             "blocks disjoint: yes",
         ] {
             assert!(out.contains(l), "`{l}` missing from:\n{out}");
         }
-    });
+        },
+    );
 }
 
 fn fnv(mut h: u64, b: &[u8]) -> u64 {
@@ -244,7 +317,9 @@ const FNV0: u64 = 1469598103934665603;
 fn scanf_input(i: usize) -> (Vec<u8>, String) {
     let mut x: u64 = 0x9e37_79b9 + i as u64;
     let mut next = || {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (x >> 33) as i64
     };
     let nums: Vec<i64> = (0..200).map(|_| next() % 2001 - 1000).collect();
@@ -253,7 +328,10 @@ fn scanf_input(i: usize) -> (Vec<u8>, String) {
     let mut input = format!(
         "{}\n{}\n",
         nums.len(),
-        nums.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")
+        nums.iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
     )
     .into_bytes();
     input.extend_from_slice(line.as_bytes());
@@ -272,7 +350,10 @@ const SCANF_FILE: &str = "123 456\nsecond line of the file\n";
 
 fn stdin_scanf(compiler: &str) {
     let file_rest = format!("{}\n", "x".repeat(3000));
-    let file_hash = fnv(fnv(FNV0, b"second line of the file\n"), file_rest.as_bytes());
+    let file_hash = fnv(
+        fnv(FNV0, b"second line of the file\n"),
+        file_rest.as_bytes(),
+    );
     let file_want = format!(
         "file: scanned 2 (123 456) c=10 line=24 rest={} hash={file_hash:016x}",
         file_rest.len()
@@ -282,7 +363,11 @@ fn stdin_scanf(compiler: &str) {
         "stdin_scanf",
         compiler,
         |w, i| {
-            std::fs::write(w.path("stdin_scanf.input"), format!("{SCANF_FILE}{file_rest}")).unwrap();
+            std::fs::write(
+                w.path("stdin_scanf.input"),
+                format!("{SCANF_FILE}{file_rest}"),
+            )
+            .unwrap();
             let (input, want) = scanf_input(i);
             wants.borrow_mut().push(want);
             Some(input)
@@ -295,7 +380,10 @@ fn stdin_scanf(compiler: &str) {
         |out, _| {
             let want = wants.borrow().last().unwrap().clone();
             assert!(out.contains(&want), "`{want}` missing from:\n{out}");
-            assert!(out.contains(&file_want), "`{file_want}` missing from:\n{out}");
+            assert!(
+                out.contains(&file_want),
+                "`{file_want}` missing from:\n{out}"
+            );
         },
     );
 }
@@ -332,9 +420,15 @@ fn runtime_takes_no_library_name_strongly() {
     let archive = reprise().parent().unwrap().join("libreprise_rt.a");
     let mut lib_names = std::collections::BTreeSet::new();
     for (cc, lib) in [("gcc", "libc.so.6"), ("g++", "libstdc++.so.6")] {
-        let o = Command::new(cc).arg(format!("-print-file-name={lib}")).output().unwrap();
+        let o = Command::new(cc)
+            .arg(format!("-print-file-name={lib}"))
+            .output()
+            .unwrap();
         let path = String::from_utf8(o.stdout).unwrap().trim().to_string();
-        let o = Command::new("nm").args(["-D", "--defined-only", &path]).output().unwrap();
+        let o = Command::new("nm")
+            .args(["-D", "--defined-only", &path])
+            .output()
+            .unwrap();
         assert!(o.status.success(), "nm {path} failed");
         for l in String::from_utf8_lossy(&o.stdout).lines() {
             if let Some(name) = l.split_whitespace().nth(2) {
@@ -343,7 +437,11 @@ fn runtime_takes_no_library_name_strongly() {
         }
     }
     assert!(lib_names.contains("send") && lib_names.contains("pthread_mutex_lock"));
-    let o = Command::new("nm").args(["-g", "--defined-only"]).arg(&archive).output().unwrap();
+    let o = Command::new("nm")
+        .args(["-g", "--defined-only"])
+        .arg(&archive)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "nm {} failed", archive.display());
     let strong: Vec<String> = String::from_utf8_lossy(&o.stdout)
         .lines()
@@ -353,7 +451,10 @@ fn runtime_takes_no_library_name_strongly() {
                 .then(|| f[2].to_string())
         })
         .collect();
-    assert!(strong.is_empty(), "the runtime defines these library names strongly: {strong:?}");
+    assert!(
+        strong.is_empty(),
+        "the runtime defines these library names strongly: {strong:?}"
+    );
     let weak_send = String::from_utf8_lossy(&o.stdout)
         .lines()
         .any(|l| l.ends_with(" W send"));
@@ -366,8 +467,14 @@ fn start_interrupted(w: &Work, bin: &str, trace: &Path) -> (std::process::Child,
     use std::io::Read;
     use std::os::unix::process::CommandExt;
     let mut c = w.cmd();
-    c.arg("record").arg("-o").arg(trace).arg("--").arg(format!("./{bin}"));
-    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c.arg("record")
+        .arg("-o")
+        .arg(trace)
+        .arg("--")
+        .arg(format!("./{bin}"));
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     c.process_group(0);
     let mut child = c.spawn().unwrap();
     let mut out = Vec::new();
@@ -376,7 +483,10 @@ fn start_interrupted(w: &Work, bin: &str, trace: &Path) -> (std::process::Child,
     while !out.ends_with(b"\n") || !out.starts_with(b"ready") {
         let mut b = [0u8; 64];
         let n = so.read(&mut b).unwrap();
-        assert!(n > 0 && start.elapsed() < Duration::from_secs(60), "no `ready` line");
+        assert!(
+            n > 0 && start.elapsed() < Duration::from_secs(60),
+            "no `ready` line"
+        );
         out.extend_from_slice(&b[..n]);
     }
     let line = String::from_utf8_lossy(&out).into_owned();
@@ -420,11 +530,19 @@ fn interrupted(compiler: &str) {
         let to_group = i % 2 == 1;
         let trace = w.path(&format!("interrupted-{i}.trace"));
         let (child, pid, out) = start_interrupted(&w, &bin, &trace);
-        let target = if to_group { -(child.id() as i32) } else { child.id() as i32 };
+        let target = if to_group {
+            -(child.id() as i32)
+        } else {
+            child.id() as i32
+        };
         // SAFETY: signalling the recorder we started (or its own process group).
         unsafe { libc::kill(target, sig) };
         let (status, out, err) = finish_limited(child, out);
-        assert_eq!(status, 128 + sig, "recording {i} (signal {sig}, group {to_group}):\n{err}");
+        assert_eq!(
+            status,
+            128 + sig,
+            "recording {i} (signal {sig}, group {to_group}):\n{err}"
+        );
         assert!(err.contains("reprise: trace saved to"), "{err}");
         assert!(!err.contains("partial"), "the trace is partial:\n{err}");
         assert!(!alive(pid), "the program outlived its recorder");
@@ -434,7 +552,12 @@ fn interrupted(compiler: &str) {
             .filter(|l| !l.starts_with("reprise:"))
             .flat_map(|l| format!("{l}\n").into_bytes())
             .collect();
-        let r = Recorded { trace, stdout: out, stderr: prog_err, status };
+        let r = Recorded {
+            trace,
+            stdout: out,
+            stderr: prog_err,
+            status,
+        };
         replay_kept(&w, &r, &format!("interrupted-{compiler}-{i}"));
     }
 }
@@ -445,7 +568,12 @@ both_compilers!(interrupted);
 /// waits for an init that may never reap it).
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s.rsplit(')').next().and_then(|r| r.split_whitespace().next()) != Some("Z"),
+        Ok(s) => {
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next())
+                != Some("Z")
+        }
         Err(_) => false,
     }
 }
@@ -461,7 +589,10 @@ fn killed_recorder_leaves_no_program() {
     child.wait().unwrap();
     let start = Instant::now();
     while alive(pid) {
-        assert!(start.elapsed() < Duration::from_secs(10), "the program outlived its recorder");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the program outlived its recorder"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -106,7 +106,9 @@ pub extern "C" fn reprise_cancelled(relock: *mut libc::pthread_mutex_t) {
     let Some(t) = this_thread() else { return };
     rt_on();
     let _e = crate::sys::ErrnoGuard::new();
-    state::status(t.tid).state.store(ST_RUNNING, Ordering::SeqCst);
+    state::status(t.tid)
+        .state
+        .store(ST_RUNNING, Ordering::SeqCst);
     access::result(t, Some(MARK));
     if !relock.is_null() {
         crate::sync::take_obj(t, relock.cast(), kind::COND);
@@ -119,7 +121,9 @@ pub extern "C" fn reprise_cancelled(relock: *mut libc::pthread_mutex_t) {
 /// [`crate::lifecycle::main_unwinding`]).
 #[no_mangle]
 pub extern "C" fn reprise_cancel_exit() {
-    let Some(e) = crate::entry::enter() else { return };
+    let Some(e) = crate::entry::enter() else {
+        return;
+    };
     let main = e.t().tid == 0;
     drop(e);
     if main {

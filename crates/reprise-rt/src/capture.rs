@@ -259,7 +259,11 @@ fn captured(t: &mut Thread, nr: i64, a: &[u64; 6]) -> Option<i64> {
             r
         }
         libc::SYS_fstat | libc::SYS_stat | libc::SYS_lstat | libc::SYS_newfstatat => {
-            let buf = if nr == libc::SYS_newfstatat { a[2] } else { a[1] };
+            let buf = if nr == libc::SYS_newfstatat {
+                a[2]
+            } else {
+                a[1]
+            };
             let r = outcome(t, || native(nr, a));
             if r == 0 {
                 data(t, buf, core::mem::size_of::<libc::stat>());
@@ -307,7 +311,9 @@ fn captured(t: &mut Thread, nr: i64, a: &[u64; 6]) -> Option<i64> {
             let want = access::result(t, None) as i64;
             if want >= 0 {
                 // SAFETY: the program's path string; the helper opens or substitutes.
-                unsafe { reprise_capture_replay_open(dirfd, path as *const i8, flags, want as c_int) };
+                unsafe {
+                    reprise_capture_replay_open(dirfd, path as *const i8, flags, want as c_int)
+                };
             }
             want
         }

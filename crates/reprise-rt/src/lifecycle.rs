@@ -239,7 +239,7 @@ pub fn main_unwinding() {
     // for it, so that the destructor runs.
     let armed = unsafe {
         libc::pthread_key_create(&mut k, Some(main_end)) == 0
-            && libc::pthread_setspecific(k, 1 as *const libc::c_void) == 0
+            && libc::pthread_setspecific(k, core::ptr::dangling::<libc::c_void>()) == 0
     };
     if !armed {
         thread_end();
@@ -295,7 +295,10 @@ extern "C" fn at_exit() {
     let implicit = ENDED.with(|c| c.get());
     let (tid, event) = if implicit {
         // SAFETY: slot 0 (the main thread) is initialised; its events are atomic.
-        (0, unsafe { &*state::slot(0) }.events.load(Ordering::Relaxed))
+        (
+            0,
+            unsafe { &*state::slot(0) }.events.load(Ordering::Relaxed),
+        )
     } else {
         (t.tid, t.events.load(Ordering::Relaxed))
     };

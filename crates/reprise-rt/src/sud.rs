@@ -44,7 +44,7 @@ pub fn install_handler() {
     crate::signals::install(libc::SIGSYS, &sa);
     // The kernel's view of the action holds the trampoline glibc installed.
     let mut k = [0u64; 4]; // handler, flags, restorer, mask
-    // SAFETY: rt_sigaction with a null new action reads the current one into k (32 bytes).
+                           // SAFETY: rt_sigaction with a null new action reads the current one into k (32 bytes).
     let r = unsafe {
         sys::syscall6(
             libc::SYS_rt_sigaction,

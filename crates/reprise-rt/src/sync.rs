@@ -370,7 +370,9 @@ fn block_begin(t: &mut Thread) {
 
 /// The real call of [`block_begin`] returned.
 fn block_end(t: &Thread) {
-    state::status(t.tid).state.store(ST_RUNNING, Ordering::SeqCst);
+    state::status(t.tid)
+        .state
+        .store(ST_RUNNING, Ordering::SeqCst);
 }
 
 // ---- condition variables ----------------------------------------------------------------------
@@ -719,8 +721,9 @@ pub unsafe extern "C" fn pthread_create(
     let r = blocking(t, || unsafe {
         // SAFETY: the trampoline has the C start-routine ABI; it is a C function, so the
         // thread's forced unwind may pass through it.
-        let tr: extern "C" fn(*mut c_void) -> *mut c_void =
-            core::mem::transmute(reprise_trampoline as unsafe extern "C" fn(*mut c_void) -> *mut c_void);
+        let tr: extern "C" fn(*mut c_void) -> *mut c_void = core::mem::transmute(
+            reprise_trampoline as unsafe extern "C" fn(*mut c_void) -> *mut c_void,
+        );
         real::pthread_create(th, &a, tr, child.cast())
     });
     if r == 0 {

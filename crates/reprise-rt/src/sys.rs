@@ -103,7 +103,17 @@ pub fn mmap_fixed_committed(addr: u64, len: u64) -> Result<(), i64> {
     let flags = libc::MAP_FIXED_NOREPLACE | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
     let prot = libc::PROT_READ | libc::PROT_WRITE;
     // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
-    let r = unsafe { syscall6(libc::SYS_mmap, addr, len, prot as u64, flags as u64, u64::MAX, 0) };
+    let r = unsafe {
+        syscall6(
+            libc::SYS_mmap,
+            addr,
+            len,
+            prot as u64,
+            flags as u64,
+            u64::MAX,
+            0,
+        )
+    };
     if r < 0 {
         Err(r)
     } else if r as u64 != addr {
