@@ -17,6 +17,7 @@
 //!   (stdio's writes then vanish, as every write to a file does in replay); `close`
 //!   is performed in both modes with the recorded result;
 //! * writes to descriptors other than stdout/stderr: performed while recording, not in replay.
+//!
 //! Every other call runs natively from the handler. The handler returns with the selector still
 //! trapping, through glibc's signal trampoline, which is the allowed region of the dispatch
 //! (`sud::enable`). Without Syscall User Dispatch stdio's internal reads are re-executed.
