@@ -36,6 +36,9 @@ pub extern "C" fn reprise_ordered(obj: *const c_void) -> c_int {
 pub extern "C" fn reprise_safe_point() {
     if let Some(e) = enter() {
         access::safe_point(e.t());
+        // The caller (the C shim) performs uninstrumented libc work, possibly blocking, before
+        // the program's next callback: ownership requests are granted meanwhile.
+        crate::ownership::set_free(e.t());
     }
 }
 
@@ -72,6 +75,7 @@ fn sleep_call(real_call: impl FnOnce() -> c_int, failed: impl Fn(c_int) -> bool)
         }
         ret
     } else {
+        crate::ownership::set_free(t);
         let r = real_call();
         // SAFETY: this thread's errno, as the real call left it.
         let err = if failed(r) {

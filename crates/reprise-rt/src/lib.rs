@@ -28,6 +28,7 @@ pub mod layout;
 pub mod leap;
 pub mod lifecycle;
 pub mod model;
+pub mod ownership;
 pub mod ralloc;
 pub mod real;
 pub mod signals;

@@ -75,6 +75,8 @@ extern "C" fn on_async(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_voi
     }
     // SAFETY: the current thread's own slot; sig_pending is atomic.
     unsafe { (*t).sig_pending.fetch_or(1 << sig, Ordering::SeqCst) };
+    // SAFETY: as above; the next callback takes the slow path, which delivers it.
+    unsafe { (*t).fast_limit.store(0, Ordering::SeqCst) };
 }
 
 fn call_program(sig: c_int) {

@@ -58,6 +58,7 @@ pub fn take_obj(t: &mut Thread, obj: *const c_void, k: u64) {
 
 /// Run a real call that may block, marked as blocked for the replay watchdog.
 fn blocking<R>(t: &Thread, f: impl FnOnce() -> R) -> R {
+    crate::ownership::set_free(t);
     let st = state::status(t.tid);
     st.events
         .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
