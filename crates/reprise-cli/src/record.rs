@@ -110,7 +110,11 @@ impl Sink for RecordSink {
 pub fn record(o: RecordOpts) -> Result<i32> {
     let Some(strategy_flag) = reprise_proto::strategy_flag(&o.strategy) else {
         let names: Vec<&str> = reprise_proto::STRATEGIES.iter().map(|(n, _)| *n).collect();
-        bail!("unknown strategy `{}` (available: {})", o.strategy, names.join(", "));
+        bail!(
+            "unknown strategy `{}` (available: {})",
+            o.strategy,
+            names.join(", ")
+        );
     };
     if o.checkpoint == 0 {
         bail!("--checkpoint must be at least 1");

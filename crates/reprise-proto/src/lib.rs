@@ -184,7 +184,10 @@ pub const fn edge_source(tid: u32, events: u64) -> u64 {
 
 /// Unpack an edge source into (thread, completed events).
 pub const fn edge_source_parts(v: u64) -> (u32, u64) {
-    ((v >> EDGE_EVENT_BITS) as u32, v & ((1 << EDGE_EVENT_BITS) - 1))
+    (
+        (v >> EDGE_EVENT_BITS) as u32,
+        v & ((1 << EDGE_EVENT_BITS) - 1),
+    )
 }
 
 /// An (event index, value) pair.

@@ -362,7 +362,9 @@ fn new_epoch(t: &Thread, x: u32, src: u64) -> Option<u32> {
 fn sync_epochs(t: &mut Thread, e: u64) {
     epoch_lock(t);
     let c = EPOCH.load(Ordering::Relaxed);
-    let n = state::NEXT_TID.load(Ordering::SeqCst).min(MAX_THREADS as u32);
+    let n = state::NEXT_TID
+        .load(Ordering::SeqCst)
+        .min(MAX_THREADS as u32);
     for x in 0..n {
         let src = CUM[x as usize].load(Ordering::Relaxed);
         add_edge(t, e, x, src);
@@ -396,7 +398,9 @@ fn acquire_one(t: &mut Thread, addr: usize, write: bool, e: u64) {
                 continue;
             }
             // Any thread may be reading it: each one answers (or is free).
-            let n = state::NEXT_TID.load(Ordering::SeqCst).min(MAX_THREADS as u32);
+            let n = state::NEXT_TID
+                .load(Ordering::SeqCst)
+                .min(MAX_THREADS as u32);
             for x in 0..n {
                 if x != t.tid {
                     let src = request(t, x);
@@ -580,7 +584,9 @@ pub fn finish_event(t: &mut Thread, e: u64, addr: usize, size: usize, k: u64, va
 /// Process end (record): stop every other thread at its next callback, and wait briefly for
 /// those running to get there, so their final counts are not taken mid-access.
 pub fn stop_all(me: u32) {
-    let n = state::NEXT_TID.load(Ordering::SeqCst).min(MAX_THREADS as u32);
+    let n = state::NEXT_TID
+        .load(Ordering::SeqCst)
+        .min(MAX_THREADS as u32);
     for x in 0..n {
         // SAFETY: as in `request`.
         unsafe { &*state::slot(x) }

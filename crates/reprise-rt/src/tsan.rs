@@ -79,7 +79,14 @@ fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R
             let ev = ownership::access(t, &[(addr, size, true)]);
             let r = op();
             let v: u128 = r.into();
-            ownership::finish_event(t, ev, addr, size, kind::ATOMIC, Some(v as u64 ^ (v >> 64) as u64));
+            ownership::finish_event(
+                t,
+                ev,
+                addr,
+                size,
+                kind::ATOMIC,
+                Some(v as u64 ^ (v >> 64) as u64),
+            );
             r
         }
         s => {
