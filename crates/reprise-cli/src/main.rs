@@ -50,7 +50,7 @@ enum Cmd {
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// Recording strategy.
-        #[arg(long, default_value = "ownership")]
+        #[arg(long, default_value = "leap")]
         strategy: String,
         /// Digest checkpoint every N events per thread (1 = verify every event).
         #[arg(long, default_value_t = 4096)]
