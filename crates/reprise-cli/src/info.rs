@@ -67,6 +67,13 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
                     for p in &t.signals {
                         println!("  signal {} at entry {}", p.value, p.event);
                     }
+                    for p in &t.edges {
+                        let (src, sev) = reprise_proto::edge_source_parts(p.value);
+                        println!(
+                            "  edge into event {} after thread {src} event {sev}",
+                            p.event
+                        );
+                    }
                     for (ev, b) in &t.data {
                         println!("  data at event {ev}: {} bytes", b.len());
                     }

@@ -108,11 +108,13 @@ impl Sink for RecordSink {
 
 /// Record; returns the shell status to exit with.
 pub fn record(o: RecordOpts) -> Result<i32> {
-    let strategy_flag = match o.strategy.as_str() {
-        "leap" => 0,
-        "aggreplay" => reprise_proto::FLAG_AGGREPLAY,
-        "tplay" => reprise_proto::FLAG_TPLAY,
-        other => bail!("unknown strategy `{other}` (available: leap, aggreplay, tplay)"),
+    let Some(strategy_flag) = reprise_proto::strategy_flag(&o.strategy) else {
+        let names: Vec<&str> = reprise_proto::STRATEGIES.iter().map(|(n, _)| *n).collect();
+        bail!(
+            "unknown strategy `{}` (available: {})",
+            o.strategy,
+            names.join(", ")
+        );
     };
     if o.checkpoint == 0 {
         bail!("--checkpoint must be at least 1");

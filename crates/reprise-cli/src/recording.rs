@@ -20,6 +20,9 @@ pub struct ThreadRec {
     pub data: Vec<(u64, Vec<u8>)>,
     /// Asynchronous signal deliveries (runtime entry, signal) in order.
     pub signals: Vec<Pair>,
+    /// Incoming ownership edges (event, packed source), in the order recorded (sorted by
+    /// event: a thread logs the edges of an event when it performs it).
+    pub edges: Vec<Pair>,
 }
 
 /// Everything the runtime reported for one run.
@@ -79,6 +82,7 @@ impl Recording {
                         Record::Digest(p) => t.digests.push(p),
                         Record::Data(ev, b) => t.data.push((ev, b)),
                         Record::Signal(p) => t.signals.push(p),
+                        Record::Edge(p) => t.edges.push(p),
                     }
                 }
             }
@@ -187,6 +191,11 @@ impl Recording {
             ti.signals_off = (data_off + data.len()) as u64;
             ti.signals_len = rec.signals.len() as u64;
             for p in &rec.signals {
+                put(&mut data, p);
+            }
+            ti.edges_off = (data_off + data.len()) as u64;
+            ti.edges_len = rec.edges.len() as u64;
+            for p in &rec.edges {
                 put(&mut data, p);
             }
             ti.data_off = (data_off + data.len()) as u64;

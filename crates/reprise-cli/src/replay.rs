@@ -98,17 +98,13 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
             "the trace holds no runtime events: the program was not built with `reprise cc`",
         );
     }
-    let strategy_flag = match header.strategy.as_str() {
-        "leap" => 0,
-        "aggreplay" => reprise_proto::FLAG_AGGREPLAY,
-        "tplay" => reprise_proto::FLAG_TPLAY,
-        other => {
-            return fail(format!(
-                "the trace was recorded with strategy `{other}`, which this reprise cannot replay"
-            ))
-        }
+    let Some(strategy_flag) = reprise_proto::strategy_flag(&header.strategy) else {
+        return fail(format!(
+            "the trace was recorded with strategy `{}`, which this reprise cannot replay",
+            header.strategy
+        ));
     };
-    if strategy_flag != 0 && rec.model_log.is_empty() {
+    if strategy_flag & reprise_proto::FLAGS_MODEL != 0 && rec.model_log.is_empty() {
         return fail(format!(
             "the trace has no {} log (the recording did not end normally)",
             header.strategy

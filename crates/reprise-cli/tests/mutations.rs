@@ -32,17 +32,22 @@ fn rewrite(src: &Path, dst: &Path, f: impl FnOnce(&mut Vec<Frame>) -> bool) -> b
 }
 
 fn recorded(name: &str) -> (Work, Recorded) {
+    recorded_with(name, &[])
+}
+
+fn recorded_with(name: &str, extra: &[&str]) -> (Work, Recorded) {
     let p = program(name);
     let w = Work::new();
     let bin = w.build(&p, "gcc");
-    let r = record(&w, &bin, &p.args, "orig.trace", &[]);
+    let r = record(&w, &bin, &p.args, "orig.trace", extra);
     replay_verified(&w, &r, How::Plain);
     (w, r)
 }
 
 #[test]
 fn swapped_access_vector_entries_are_rejected() {
-    let (w, r) = recorded("counter_race");
+    // LEAP orders memory with access vectors (ownership keeps vectors for synchronisation only).
+    let (w, r) = recorded_with("counter_race", &["--strategy", "leap"]);
     let mut swapped = 0;
     // Several different swaps, each in its own trace: early, middle and late in a vector.
     for (k, frac) in [0.1f64, 0.5, 0.9].iter().enumerate() {
@@ -74,6 +79,37 @@ fn swapped_access_vector_entries_are_rejected() {
         swapped += 1;
     }
     assert_eq!(swapped, 3);
+}
+
+#[test]
+fn misplaced_ownership_edge_is_rejected() {
+    // An ownership trace whose edge list is out of order (an edge moved to an event the thread
+    // has already passed) is named at that thread and event, never replayed as verified.
+    let (w, r) = recorded_with("counter_race", &["--strategy", "ownership"]);
+    let dst = w.path("edge.trace");
+    let ok = rewrite(&r.trace, &dst, |frames| {
+        for f in frames.iter_mut() {
+            if let Frame::Thread { records, .. } = f {
+                let edges: Vec<usize> = records
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| matches!(r, Record::Edge(_)))
+                    .map(|(i, _)| i)
+                    .collect();
+                if edges.len() >= 2 {
+                    if let Record::Edge(p) = &mut records[edges[1]] {
+                        p.event = 0;
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    });
+    assert!(ok, "the ownership recording has no thread with two edges");
+    let why = replay_rejected(&w, &dst);
+    assert!(why.contains("edge"), "the reason names no edge: {why}");
+    eprintln!("misplaced edge: {why}");
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 use reprise_core::aggreplay::AggrePlay;
 use reprise_core::leap::Leap;
+use reprise_core::ownership::Ownership;
 use reprise_core::sim::{fidelity, Fidelity, GenConfig, Substrate};
 use reprise_core::tplay::Tplay;
 use reprise_core::Strategy;
@@ -37,5 +38,6 @@ fn main() {
         row(&Leap::default(), "leap", &cfg, sub, cases);
         row(&AggrePlay, "aggreplay", &cfg, sub, cases);
         row(&Tplay, "tplay", &cfg, sub, cases);
+        row(&Ownership::default(), "ownership", &cfg, sub, cases);
     }
 }

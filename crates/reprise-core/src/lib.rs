@@ -6,9 +6,11 @@
 //! [`Replayer`] that answers "may thread t perform its next event now?" and is told when the
 //! callback returns), the seed strategies as faithful models — [`leap::Leap`] (seed 001),
 //! [`aggreplay::AggrePlay`] (seed 000), [`tplay::Tplay`] (seed 003) — each with its log size in
-//! bytes under its paper's encoding, the thread abstraction shared by the seeds ([`threads`]), and
-//! [`sim`], which generates random programs, records one interleaving and replays it under an
-//! adversarial scheduler, comparing per-location orders and every value read.
+//! bytes under its paper's encoding, the [`ownership::Ownership`] strategy (only changes of a
+//! location's owner are logged, as happens-before edges, so private data costs nothing), the
+//! thread abstraction shared by the seeds ([`threads`]), and [`sim`], which generates random
+//! programs, records one interleaving and replays it under an adversarial scheduler, comparing
+//! per-location orders and every value read.
 //!
 //! Design decision: the replay side is split into `enter` / `may_proceed` / `proceed`, with the
 //! access itself happening *after* `proceed` as a separate simulator step. The real runtime gates
@@ -16,9 +18,9 @@
 //! which gate and access are one atomic step would certify protocols that fail on real threads.
 //! `may_proceed` takes `&self` so a scheduler can ask about every thread without side effects.
 //!
-//! Not done yet: the `sync` (seed 002), `light`, `stride` and `ownership` strategies; serialising
-//! logs to the trace format (sizes are computed, not written); condition variables, barriers and
-//! trylock as events (the seeds fold them into locks).
+//! Not done yet: the `sync` (seed 002), `light` and `stride` strategies; serialising logs to the
+//! trace format (sizes are computed, not written); condition variables, barriers and trylock as
+//! events (the seeds fold them into locks).
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -26,6 +28,7 @@
 pub mod aggreplay;
 pub mod event;
 pub mod leap;
+pub mod ownership;
 pub mod sim;
 pub mod strategy;
 pub mod threads;

@@ -23,7 +23,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64};
 
 /// Did this change the wire? Bump it; the runtime refuses a config of another version.
-pub const PROTO_VERSION: u32 = 5;
+pub const PROTO_VERSION: u32 = 6;
 /// Config memfd (launcher -> runtime).
 pub const FD_CONFIG: i32 = 1000;
 /// Event pipe (runtime -> launcher).
@@ -102,6 +102,26 @@ pub const FLAG_HASH_READS: u64 = 1;
 pub const FLAG_AGGREPLAY: u64 = 4;
 /// Config flag: the strategy is TPLAY (seed 003), run as a model on real threads.
 pub const FLAG_TPLAY: u64 = 8;
+/// Config flag: the strategy is `ownership` (record only when a granule changes owner; the
+/// log is per-thread edges, [`R_EDGE`]).
+pub const FLAG_OWNERSHIP: u64 = 16;
+/// Flags that select a model strategy (run through the reprise-core models, with a model log).
+pub const FLAGS_MODEL: u64 = FLAG_AGGREPLAY | FLAG_TPLAY;
+
+/// The strategies, by `--strategy` name, with the config flag that selects each in the runtime
+/// (LEAP is the absence of a strategy flag). The one place that maps names to flags.
+pub const STRATEGIES: &[(&str, u64)] = &[
+    ("ownership", FLAG_OWNERSHIP),
+    ("leap", 0),
+    ("aggreplay", FLAG_AGGREPLAY),
+    ("tplay", FLAG_TPLAY),
+];
+
+/// The config flag of strategy `name`, or None when there is no such strategy.
+pub fn strategy_flag(name: &str) -> Option<u64> {
+    STRATEGIES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
 /// Config flag: do not catch system calls with Syscall User Dispatch (for measuring its cost).
 pub const FLAG_NO_SUD: u64 = 2;
 
@@ -147,6 +167,27 @@ pub struct ThreadIndex {
     pub signals_len: u64,
     /// Events the thread had performed when the recording ended.
     pub final_events: u64,
+    /// Offset of `[Pair; edges_len]`: the thread's incoming ownership edges, sorted by event
+    /// (`event` = the thread's event, `value` = [`edge_source`] packed source).
+    pub edges_off: u64,
+    /// Number of edges.
+    pub edges_len: u64,
+}
+
+/// Bits of an edge's source event count ([`R_EDGE`] packs `source tid << 48 | source events`).
+pub const EDGE_EVENT_BITS: u32 = 48;
+
+/// Pack an ownership edge's source: thread `tid` had completed `events` events.
+pub const fn edge_source(tid: u32, events: u64) -> u64 {
+    ((tid as u64) << EDGE_EVENT_BITS) | (events & ((1 << EDGE_EVENT_BITS) - 1))
+}
+
+/// Unpack an edge source into (thread, completed events).
+pub const fn edge_source_parts(v: u64) -> (u32, u64) {
+    (
+        (v >> EDGE_EVENT_BITS) as u32,
+        v & ((1 << EDGE_EVENT_BITS) - 1),
+    )
 }
 
 /// An (event index, value) pair.
@@ -300,6 +341,10 @@ pub const R_DIGEST: u8 = 3;
 pub const R_DATA: u8 = 4;
 /// Record tag: an asynchronous signal delivered at runtime entry `u64`, number `u64` (16 bytes).
 pub const R_SIGNAL: u8 = 5;
+/// Record tag: an ownership edge, `u64 event` (this thread's), `u64 source` ([`edge_source`]):
+/// the thread's event `event` happened after the source thread completed its events up to the
+/// source count (16 bytes).
+pub const R_EDGE: u8 = 6;
 /// Largest payload of one [`R_DATA`] record; longer inputs are split.
 pub const DATA_MAX: usize = 8192;
 
@@ -316,7 +361,7 @@ pub fn put_frame_header(buf: &mut [u8], tag: u8, payload_len: usize) {
 pub fn record_size(t: u8) -> Option<usize> {
     match t {
         R_START => Some(8),
-        R_RESULT | R_DIGEST | R_SIGNAL => Some(16),
+        R_RESULT | R_DIGEST | R_SIGNAL | R_EDGE => Some(16),
         _ => None,
     }
 }
@@ -382,6 +427,8 @@ pub enum Record {
     Data(u64, Vec<u8>),
     /// An asynchronous signal delivered at a runtime entry (entry index, signal).
     Signal(Pair),
+    /// An ownership edge (this thread's event, packed source).
+    Edge(Pair),
 }
 
 /// Errors decoding the channel.
@@ -509,6 +556,10 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
                         event: u64_at(b, 0),
                         value: u64_at(b, 8),
                     }),
+                    R_EDGE => Record::Edge(Pair {
+                        event: u64_at(b, 0),
+                        value: u64_at(b, 8),
+                    }),
                     _ => Record::Digest(Pair {
                         event: u64_at(b, 0),
                         value: u64_at(b, 8),
@@ -600,10 +651,11 @@ pub fn encode_frame(f: &Frame) -> Vec<u8> {
                         p.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
                         p.extend_from_slice(bytes);
                     }
-                    Record::Result(x) | Record::Digest(x) | Record::Signal(x) => {
+                    Record::Result(x) | Record::Digest(x) | Record::Signal(x) | Record::Edge(x) => {
                         p.push(match r {
                             Record::Result(_) => R_RESULT,
                             Record::Digest(_) => R_DIGEST,
+                            Record::Edge(_) => R_EDGE,
                             _ => R_SIGNAL,
                         });
                         p.extend_from_slice(&x.event.to_le_bytes());

@@ -26,7 +26,7 @@ pub fn mix(d: u64, x: u64) -> u64 {
 /// `[addr, addr+size)` was just accessed by the program and is still mapped (the caller runs
 /// at the first safe point after that access).
 #[inline(always)]
-unsafe fn value_at(addr: usize, size: usize) -> u64 {
+pub unsafe fn value_at(addr: usize, size: usize) -> u64 {
     // SAFETY: per the function contract; unaligned volatile reads of program memory.
     unsafe {
         match size {
@@ -57,6 +57,7 @@ unsafe fn value_at(addr: usize, size: usize) -> u64 {
 pub fn safe_point(t: &mut Thread) {
     fold_pending(t);
     leap::release_held(t);
+    crate::ownership::publish(t);
 }
 
 /// Fold the pending access's value into the digest (without releasing).

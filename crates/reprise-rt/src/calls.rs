@@ -35,6 +35,9 @@ pub extern "C" fn reprise_ordered(obj: *const c_void) -> c_int {
 pub extern "C" fn reprise_safe_point() {
     if let Some(e) = enter() {
         access::safe_point(e.t());
+        // The caller (the C shim) performs uninstrumented libc work, possibly blocking, before
+        // the program's next callback: ownership requests are granted meanwhile.
+        crate::ownership::set_free(e.t());
     }
 }
 
@@ -74,6 +77,8 @@ pub unsafe extern "C" fn reprise_sleep_pre(out: *mut u64) -> c_int {
     access::safe_point(t);
     if !replaying() {
         t.sud_hold = true;
+        // Uninstrumented work until the real sleep returns: ownership requests are granted.
+        crate::ownership::set_free(t);
         return crate::sync::PRE_CALL;
     }
     if crate::cancel::replayed_here(t) {

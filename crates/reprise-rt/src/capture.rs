@@ -55,6 +55,9 @@ pub extern "C" fn reprise_capture_begin(obj: *const c_void) -> c_int {
     if !obj.is_null() {
         crate::sync::take_obj(t, obj, access::kind::STDIO);
     }
+    // Uninstrumented libc work until the call returns, possibly blocking (a read of a pipe or
+    // a terminal): ownership requests are granted meanwhile.
+    crate::ownership::set_free(t);
     if !t.sud_on {
         // No dispatch: the call runs untrapped, its turn held until it is complete.
         t.sud_hold = true;

@@ -28,7 +28,8 @@ impl Drop for Entry {
         IN_RT.with(|c| c.set(false));
         // Back in program code: its next system call is caught (a safe point).
         // SAFETY: the current thread's own slot.
-        let t = unsafe { &*self.t };
+        let t = unsafe { &mut *self.t };
+        crate::ownership::recompute(t);
         if t.sud_on && !t.sud_hold {
             t.sud
                 .store(crate::sud::BLOCK, core::sync::atomic::Ordering::Relaxed);
@@ -58,6 +59,7 @@ pub fn enter() -> Option<Entry> {
         }
         IN_RT.with(|c| c.set(true));
         crate::leap::release_held(th);
+        crate::ownership::set_free(th);
         crate::leap::park_forever(th.tid, reprise_proto::ST_AT_END);
     }
     // SAFETY: t is this thread's own slot.

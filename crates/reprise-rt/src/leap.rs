@@ -150,6 +150,7 @@ fn flush_stripe(s: u32, st: &mut Stripe) {
 
 /// Park this thread for good: its recorded events are exhausted (or the process is ending).
 pub fn park_forever(tid: u32, state_code: u32) -> ! {
+    crate::ownership::set_free_tid(tid);
     let st = state::status(tid);
     // SAFETY: the slot of a created thread (the caller's own); events is atomic.
     let events = unsafe { &*state::slot(tid) }.events.load(Ordering::Relaxed);
@@ -354,5 +355,20 @@ pub fn lock_and_flush_all() {
         let st = stripe(s);
         ticket_lock(st);
         flush_stripe(s, st);
+    }
+}
+
+/// One plain or atomic access of `size` bytes at `addr` under LEAP: a turn on its stripe (or
+/// on every stripe of a ranged access), counted and folded.
+#[inline(always)]
+pub fn access(t: &mut Thread, addr: usize, size: usize, k: u64) {
+    let last = addr + size - 1;
+    if addr >> GRANULE_SHIFT == last >> GRANULE_SHIFT {
+        let s = stripe_of_addr(addr);
+        let pos = take(t, s);
+        crate::access::count_event(t, s as u64, pos, k);
+    } else {
+        let h = take_ranges(t, &[(addr, last)]);
+        crate::access::count_event(t, 0xffff, h, crate::access::kind::RANGE);
     }
 }

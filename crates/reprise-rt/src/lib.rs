@@ -1,10 +1,11 @@
 //! The reprise runtime: a static library linked into every program built with `reprise cc`.
 //!
 //! It provides the ThreadSanitizer callback ABI ([`tsan`]), interposes the pthread and
-//! semaphore calls ([`sync`]) and the malloc family ([`heap`]), and implements the LEAP
-//! strategy (seed 001) on real threads ([`leap`]): every shared access takes a turn on its
-//! address stripe, recorded as per-stripe access vectors, and in replay waits for its recorded
-//! turn. [`access`] holds what every event does (safe point, digest, checkpoints, results);
+//! semaphore calls ([`sync`]) and the malloc family ([`heap`]), and implements the strategies
+//! on real threads: [`ownership`] (the default: edges when a granule changes owner, a fast path
+//! of one load and compare), [`leap`] (seed 001: every shared access takes a turn on its
+//! address stripe, recorded as per-stripe access vectors) and [`model`] (AggrePlay and TPLAY
+//! through the reprise-core models). The strategy is fixed at start-up; `tsan` dispatches. [`access`] holds what every event does (safe point, digest, checkpoints, results);
 //! [`lifecycle`] starts and ends the process the same way in both modes; [`state`] maps the
 //! replay schedule the launcher hands over on a fixed file descriptor.
 //!
@@ -14,8 +15,7 @@
 //!
 //! Rules inside this crate: no allocation from the program's heap, no lock the program can
 //! see, errno preserved across runtime work, every mapping at a fixed address (see
-//! [`layout`]). Not yet here: sync mode (LD_PRELOAD), signals other than faults, system calls
-//! beyond the pthread surface, other strategies.
+//! [`layout`]). Not yet here: sync mode (LD_PRELOAD).
 #![warn(unsafe_op_in_unsafe_fn)]
 #![deny(missing_docs)]
 
@@ -30,6 +30,7 @@ pub mod layout;
 pub mod leap;
 pub mod lifecycle;
 pub mod model;
+pub mod ownership;
 pub mod ralloc;
 pub mod real;
 pub mod signals;

@@ -223,6 +223,7 @@ pub fn thread_end() {
     let st = state::status(t.tid);
     st.events
         .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+    crate::ownership::set_free(t);
     st.state.store(ST_EXITED, Ordering::SeqCst);
 }
 
@@ -452,6 +453,9 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     st.state.store(ST_RUNNING, Ordering::SeqCst);
     state::set_mode(state::M_DONE);
     t.passthrough = true;
+    if state::strategy() == state::Strategy::Ownership && !state::REPLAY.load(Ordering::Relaxed) {
+        crate::ownership::stop_all(t.tid);
+    }
     leap::lock_and_flush_all();
     crate::model::finish();
     // Every other thread is now parked or blocked outside the runtime: send all records.

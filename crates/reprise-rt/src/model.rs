@@ -303,3 +303,16 @@ pub fn thread_exit(t: &mut Thread) {
     bump();
     unlock_g();
 }
+
+/// One plain or atomic access under a model strategy: the model sees one location per access
+/// (a ranged access: its first granule).
+pub fn access(t: &mut Thread, addr: usize, size: usize, k: u64) {
+    let g0 = addr >> 3;
+    let k = if (addr + size - 1) >> 3 != g0 {
+        crate::access::kind::RANGE
+    } else {
+        k
+    };
+    event(t, || op_for(k, g0 as u64));
+    crate::access::count_event(t, 0, 0, k);
+}

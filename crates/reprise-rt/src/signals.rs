@@ -119,6 +119,8 @@ extern "C" fn on_async(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_voi
     }
     // SAFETY: the current thread's own slot; sig_pending is atomic.
     unsafe { (*t).sig_pending.fetch_or(1 << sig, Ordering::SeqCst) };
+    // SAFETY: as above; the next callback takes the slow path, which delivers it.
+    unsafe { (*t).fast_limit.store(0, Ordering::SeqCst) };
 }
 
 /// A terminating signal arrived whose disposition is the default. Where the thread it landed on

@@ -46,9 +46,75 @@ pub fn set_mode(m: u32) {
 /// Bytes of a thread's log buffer.
 pub const LOG_BUF: usize = 16 * 1024;
 
+/// The strategy, chosen once at start-up from the config flags.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u32)]
+pub enum Strategy {
+    /// LEAP (seed 001): per-stripe access vectors.
+    Leap = 0,
+    /// AggrePlay or TPLAY through the reprise-core models.
+    Model = 1,
+    /// Ownership: edges when a granule changes owner.
+    Ownership = 2,
+}
+static STRATEGY: AtomicU32 = AtomicU32::new(0);
+
+/// The strategy of this run.
+#[inline(always)]
+pub fn strategy() -> Strategy {
+    match STRATEGY.load(Ordering::Relaxed) {
+        1 => Strategy::Model,
+        2 => Strategy::Ownership,
+        _ => Strategy::Leap,
+    }
+}
+
+/// The ownership protocol's per-thread mailbox: written by other threads (requests) and read
+/// by them (acknowledgements, the free state), so it sits on its own cache line, away from
+/// the fields the thread writes at every event.
+#[repr(C, align(64))]
+#[derive(Default)]
+pub struct Mailbox {
+    /// Another thread requests a granule this thread owns (answered at the next safe point).
+    pub req: AtomicU32,
+    /// The thread is at a safe point outside instrumented code (blocked in the runtime, in a
+    /// system call, not started, exited, parked): requests are granted without an answer, with
+    /// `done` as the edge source. Left only through a slow runtime entry.
+    pub free: AtomicU32,
+    /// Answers given so far (a requester waits for it to change).
+    pub ack_seq: AtomicU64,
+    /// Completed events at the last answer.
+    pub ack_done: AtomicU64,
+    /// Completed events at the last safe point (both modes; replay waits on it too).
+    pub done: AtomicU64,
+}
+
 /// Per-thread runtime state, one slot per deterministic thread id at a fixed address.
 #[repr(C)]
 pub struct Thread {
+    /// Events performed (stripe turns taken, or accesses under ownership). Published with
+    /// release ordering: a replaying thread waits for another's count to pass an edge source.
+    pub events: AtomicU64,
+    /// Ownership fast path: an access whose event number is below this takes the fast path;
+    /// every rare condition (checkpoint due, next replay edge, request pending, signal, held
+    /// stripe, jitter, other strategies: 0) lowers it. Written by other threads only to 0.
+    pub fast_limit: AtomicU64,
+    /// Ownership: this thread's exclusive-owner code in the shadow (tid + 1).
+    pub own_me: u32,
+    /// Ownership: read-shared epochs this thread may read without synchronising.
+    pub rdsh_seen: u32,
+    /// Ownership: true in replay (the fast path then consults no shadow).
+    pub own_replay: bool,
+    /// Order-sensitive digest of (stripe, position, kind, value).
+    pub digest: u64,
+    /// Runtime entries so far (the position of asynchronous signal deliveries).
+    pub entries: u64,
+    /// Events per kind (`access::kind`), reported at the thread's end for `reprise bench`.
+    pub kinds: [u64; KINDS],
+    /// Ownership replay: index of the next incoming edge.
+    pub next_edge: usize,
+    /// Ownership: requests and answers.
+    pub mb: Mailbox,
     /// Deterministic id.
     pub tid: u32,
     /// Stripe held since the last access (or NO_STRIPE); see `held_multi`.
@@ -57,14 +123,8 @@ pub struct Thread {
     pub held_multi: bool,
     /// After the process started ending, the finishing thread runs without the runtime.
     pub passthrough: bool,
-    /// Events performed (stripe turns taken).
-    pub events: AtomicU64,
     /// Event number of the next digest checkpoint (0: not computed yet).
     pub next_ckpt: u64,
-    /// Events per kind (`access::kind`), reported at the thread's end for `reprise bench`.
-    pub kinds: [u64; KINDS],
-    /// Order-sensitive digest of (stripe, position, kind, value).
-    pub digest: u64,
     /// Access whose value is folded into the digest at the next safe point.
     pub pending_addr: usize,
     /// Size of the pending access (0: none).
@@ -81,8 +141,6 @@ pub struct Thread {
     pub next_digest: usize,
     /// Replay cursor (bytes) into this thread's recorded input data.
     pub next_data: usize,
-    /// Runtime entries so far (the position of asynchronous signal deliveries).
-    pub entries: u64,
     /// Record: asynchronous signals caught and not yet delivered (bit per signal).
     pub sig_pending: AtomicU64,
     /// Replay: entry index of the next recorded delivery (u64::MAX: none).
@@ -242,6 +300,7 @@ fn validate_config(size: usize) -> Result<(), &'static str> {
                 || !in_config::<Pair>(ti.digests_off, ti.digests_len)
                 || !in_config::<u8>(ti.data_off & !7, ti.data_len + (ti.data_off & 7))
                 || !in_config::<Pair>(ti.signals_off, ti.signals_len)
+                || !in_config::<Pair>(ti.edges_off, ti.edges_len)
             {
                 return Err("thread records out of bounds");
             }
@@ -299,6 +358,20 @@ fn init_inner() -> u32 {
         return M_OFF;
     }
     let c = config();
+    let strategy = if c.flags & FLAG_OWNERSHIP != 0 {
+        Strategy::Ownership
+    } else if c.flags & FLAGS_MODEL != 0 {
+        Strategy::Model
+    } else {
+        Strategy::Leap
+    };
+    STRATEGY.store(strategy as u32, Ordering::Relaxed);
+    if strategy == Strategy::Ownership
+        && sys::mmap_fixed(SHADOW_ADDR, crate::ownership::SHADOW_SIZE, rw, -1, false).is_err()
+    {
+        crate::say!("cannot reserve the ownership shadow; running without recording");
+        return M_OFF;
+    }
     let log: &[u8] = if c.model_len > 0 && c.model_off + c.model_len <= size as u64 {
         // SAFETY: bounds just checked against the mapping.
         unsafe {
@@ -350,6 +423,14 @@ pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
     th.kinds = [0; KINDS];
     th.next_sig = 0;
     th.next_sig_at = u64::MAX;
+    th.own_me = tid + 1;
+    th.rdsh_seen = 0;
+    th.own_replay = REPLAY.load(Ordering::Relaxed);
+    th.next_edge = 0;
+    // Not started yet: no access in flight, so requests are granted without an answer.
+    th.mb.done.store(0, Ordering::Relaxed);
+    th.mb.free.store(1, Ordering::SeqCst);
+    th.fast_limit.store(0, Ordering::SeqCst);
     if REPLAY.load(Ordering::Relaxed) {
         if let Some(ti) = thread_index(tid) {
             if let Some(p) = pairs(ti.signals_off, ti.signals_len).first() {

@@ -116,6 +116,8 @@ extern "C" fn on_sigsys(_sig: i32, _info: *mut libc::siginfo_t, ctx: *mut libc::
         IN_RT.with(|c| c.set(true));
         let _e = sys::ErrnoGuard::new();
         access::safe_point(th);
+        // The thread runs system calls, not instrumented code, until its next callback.
+        crate::ownership::set_free(th);
         IN_RT.with(|c| c.set(false));
     }
     // Re-execute the `syscall` instruction (2 bytes) natively; RAX holds the number again

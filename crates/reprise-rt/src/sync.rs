@@ -58,6 +58,7 @@ pub fn take_obj(t: &mut Thread, obj: *const c_void, k: u64) {
 
 /// Run a real call that may block, marked as blocked for the replay watchdog.
 fn blocking<R>(t: &Thread, f: impl FnOnce() -> R) -> R {
+    crate::ownership::set_free(t);
     let st = state::status(t.tid);
     st.events
         .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -324,6 +325,7 @@ impl Drop for Resumed {
     fn drop(&mut self) {
         state::IN_RT.with(|c| c.set(false));
         let t = self.t();
+        crate::ownership::recompute(t);
         if t.sud_on && !t.sud_hold {
             t.sud.store(crate::sud::BLOCK, Ordering::Relaxed);
         }
@@ -361,6 +363,7 @@ pub fn resume() -> Option<Resumed> {
 /// The thread is about to block in a real call made outside the runtime (for the watchdog);
 /// system calls stay untrapped until then, as inside the runtime.
 fn block_begin(t: &mut Thread) {
+    crate::ownership::set_free(t);
     let st = state::status(t.tid);
     st.events
         .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);

@@ -10,58 +10,99 @@
 use crate::access::{self, kind};
 use crate::entry::enter;
 use crate::leap;
+use crate::ownership;
+use crate::state::Strategy;
 use core::ffi::c_void;
 use core::sync::atomic::*;
 
-/// One plain or ranged access of `size` bytes at `addr`.
+/// One plain or ranged access of `size` bytes at `addr`: the ownership fast path when it
+/// applies (one thread-local load, one shadow compare), else the strategy's slow path.
 #[inline(always)]
 pub fn on_access(addr: usize, size: usize, k: u64) {
+    let t = crate::state::cur();
+    if !t.is_null() {
+        // SAFETY: `cur` is this thread's own slot (set by the thread itself).
+        if ownership::fast(unsafe { &mut *t }, addr, size, k) {
+            return;
+        }
+    }
+    slow_access(addr, size, k)
+}
+
+/// The strategy seam: each strategy's per-access slow path, chosen by the strategy fixed at
+/// start-up (the fast path above never consults it).
+#[inline(never)]
+fn slow_access(addr: usize, size: usize, k: u64) {
     let Some(e) = enter() else { return };
     let t = e.t();
-    access::fold_pending(t);
-    access::jitter(t);
-    take_for(t, addr, size.max(1), k);
-    t.pending_addr = addr;
-    t.pending_size = size;
-}
-
-#[inline(always)]
-fn take_for(t: &mut crate::state::Thread, addr: usize, size: usize, k: u64) {
-    let g0 = addr >> 3;
-    if crate::model::active() {
-        // A model strategy sees one location per access (a ranged access: its first granule).
-        let k = if (addr + size - 1) >> 3 != g0 {
-            kind::RANGE
-        } else {
-            k
-        };
-        crate::model::event(t, || crate::model::op_for(k, g0 as u64));
-        access::count_event(t, 0, 0, k);
-        return;
-    }
-    let last = addr + size - 1;
-    if addr >> leap::GRANULE_SHIFT == last >> leap::GRANULE_SHIFT {
-        let s = leap::stripe_of_addr(addr);
-        let pos = leap::take(t, s);
-        access::count_event(t, s as u64, pos, k);
-    } else {
-        let h = leap::take_ranges(t, &[(addr, last)]);
-        access::count_event(t, 0xffff, h, kind::RANGE);
+    let size = size.max(1);
+    match crate::state::strategy() {
+        Strategy::Ownership => {
+            let ev = ownership::access(t, &[(addr, size, k != kind::READ)]);
+            ownership::finish_event(t, ev, addr, size, k, None);
+        }
+        Strategy::Model => {
+            access::fold_pending(t);
+            access::jitter(t);
+            crate::model::access(t, addr, size, k);
+            t.pending_addr = addr;
+            t.pending_size = size;
+        }
+        Strategy::Leap => {
+            access::fold_pending(t);
+            access::jitter(t);
+            leap::access(t, addr, size, k);
+            t.pending_addr = addr;
+            t.pending_size = size;
+        }
     }
 }
 
-/// Run atomic operation `op` on `addr` under the turn of its stripe; fold its result.
+/// Run atomic operation `op` on `addr` under the strategy's order; fold its result.
 #[inline(always)]
 fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R) -> R {
+    let t = crate::state::cur();
+    if !t.is_null() {
+        // SAFETY: this thread's own slot.
+        let th = unsafe { &mut *t };
+        if ownership::fast_atomic(th, addr, size).is_some() {
+            let r = op();
+            let v: u128 = r.into();
+            th.digest = ownership::fold(th.digest, v as u64 ^ (v >> 64) as u64);
+            return r;
+        }
+    }
     let Some(e) = enter() else { return op() };
     let t = e.t();
-    access::fold_pending(t);
-    access::jitter(t);
-    take_for(t, addr, size, kind::ATOMIC);
-    let r = op();
-    let v: u128 = r.into();
-    t.digest = access::mix(t.digest, v as u64 ^ (v >> 64) as u64);
-    r
+    match crate::state::strategy() {
+        Strategy::Ownership => {
+            let ev = ownership::access(t, &[(addr, size, true)]);
+            let r = op();
+            let v: u128 = r.into();
+            ownership::finish_event(
+                t,
+                ev,
+                addr,
+                size,
+                kind::ATOMIC,
+                Some(v as u64 ^ (v >> 64) as u64),
+            );
+            r
+        }
+        s => {
+            access::fold_pending(t);
+            access::jitter(t);
+            if s == Strategy::Model {
+                crate::model::access(t, addr, size, kind::ATOMIC);
+            } else {
+                leap::access(t, addr, size, kind::ATOMIC);
+            }
+            let r = op();
+            let v: u128 = r.into();
+            t.digest = access::mix(t.digest, v as u64 ^ (v >> 64) as u64);
+            r
+        }
+    }
 }
 
 #[no_mangle]
@@ -299,22 +340,31 @@ fn ranged(dst: usize, src: usize, n: usize) {
     }
     let Some(e) = enter() else { return };
     let t = e.t();
-    access::fold_pending(t);
-    access::jitter(t);
-    let d = (dst, dst + n - 1);
-    if crate::model::active() {
-        crate::model::event(t, || crate::model::op_for(kind::RANGE, dst as u64 >> 3));
-        access::count_event(t, 0, 0, kind::RANGE);
-        t.pending_addr = dst;
-        t.pending_size = n.min(64);
-        return;
+    match crate::state::strategy() {
+        Strategy::Ownership => {
+            let ranges = [(dst, n, true), (src, if src != 0 { n } else { 0 }, false)];
+            let ev = ownership::access(t, &ranges);
+            ownership::finish_event(t, ev, dst, n, kind::RANGE, None);
+            return;
+        }
+        Strategy::Model => {
+            access::fold_pending(t);
+            access::jitter(t);
+            crate::model::event(t, || crate::model::op_for(kind::RANGE, dst as u64 >> 3));
+            access::count_event(t, 0, 0, kind::RANGE);
+        }
+        Strategy::Leap => {
+            access::fold_pending(t);
+            access::jitter(t);
+            let d = (dst, dst + n - 1);
+            let h = if src != 0 {
+                leap::take_ranges(t, &[d, (src, src + n - 1)])
+            } else {
+                leap::take_ranges(t, &[d])
+            };
+            access::count_event(t, 0xffff, h, kind::RANGE);
+        }
     }
-    let h = if src != 0 {
-        leap::take_ranges(t, &[d, (src, src + n - 1)])
-    } else {
-        leap::take_ranges(t, &[d])
-    };
-    access::count_event(t, 0xffff, h, kind::RANGE);
     t.pending_addr = dst;
     t.pending_size = n.min(64);
 }
