@@ -1,4 +1,4 @@
-//! `reprise bench`: the evaluation tables of DESIGN.md ("Evaluation"), from our own runs.
+//! `reprise bench`: the seeds' evaluation tables (record and replay slowdown, log size, events, replay success), from our own runs.
 //!
 //! Each selected program (the suite in `bench/programs/`, the bug programs in
 //! `tests/programs/`) is built four ways into a temporary directory:

@@ -1,7 +1,7 @@
 /* libc_shim.c: interposers that are easier in C than in Rust (variadic functions, and long
  * lists of "take a turn, then call the real function" wrappers).
  *
- * Why these exist (DESIGN.md, "Invisible to interposition"): stdio streams and the libc
+ * Why these exist (glibc-internal locks are invisible to interposition): stdio streams and the libc
  * random-number state are protected by glibc-internal locks the runtime cannot see, so two
  * threads' printf or rand() calls would interleave differently in replay. Each call here is an
  * ordered event on the stripe of its object (the FILE, or the libc RNG state), so replay

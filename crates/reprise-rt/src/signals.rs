@@ -1,5 +1,5 @@
 //! Asynchronous signals: deferred to a runtime entry while recording, injected at the same
-//! entry in replay (DESIGN.md, "Signals"). Without performance counters nothing finer than
+//! entry in replay. Without performance counters nothing finer than
 //! "the same runtime entry" is possible.
 //!
 //! The program's handlers are wrapped: `sigaction`/`signal` store the program's handler and
