@@ -7,7 +7,12 @@
  * reader either sees a dead object -> abort() (SIGABRT) or re-reads a NULL
  * pointer and dereferences it -> SIGSEGV.  Otherwise the reader notices the
  * NULL at its check, stops, and the program exits 0 printing a result.
- * argv[1] = race-window width (delay between check and use). */
+ * argv[1] = race-window width (delay between check and use), default 2500;
+ * argv[2] = reader work outside the window, default 4000.  The acceptance tests pass a
+ * longer gap (40000, about 13 us): a recorder that hands a variable to the writer at the
+ * reader's next instrumented access, or by a signal when the reader is slow to get there,
+ * needs reader work outside the window longer than a signal's round trip for the teardown
+ * to fall outside the window at all. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,7 +21,6 @@
 #define MAGIC 0x600DF00D
 #define DEAD 0xDEADDEAD
 #define MAX_ROUNDS 4000
-#define GAP 4000          /* reader work outside the window */
 #define START_ROUNDS 20    /* closer waits for this much reader progress */
 #define POLL 7919          /* closer's progress poll interval */
 #define CLOSE_AFTER 10000  /* closer's work before teardown */
@@ -29,6 +33,7 @@ struct object {
 static struct object obj = {MAGIC, 7};
 static struct object *volatile shared = &obj;
 static int window = 2500;
+static int gap = 4000;         /* reader work outside the window */
 static atomic_int progress;
 static pthread_barrier_t start;
 static long reader_sum;
@@ -51,7 +56,7 @@ static void *reader(void *arg)
         if (p->magic != MAGIC) abort();       /* SIGSEGV if p == NULL */
         reader_sum += p->value;               /* use */
         atomic_fetch_add(&progress, 1);
-        delay(GAP);
+        delay(gap);
     }
     reader_rounds = r;
     return NULL;
@@ -75,6 +80,7 @@ static void *closer(void *arg)
 int main(int argc, char **argv)
 {
     if (argc > 1) window = atoi(argv[1]);
+    if (argc > 2) gap = atoi(argv[2]);
     pthread_t a, b;
     pthread_barrier_init(&start, NULL, 2);
     pthread_create(&a, NULL, reader, NULL);

@@ -49,8 +49,8 @@ enum Cmd {
         /// Trace file to write (default: a new file in the trace directory).
         #[arg(short, long)]
         output: Option<PathBuf>,
-        /// Recording strategy.
-        #[arg(long, default_value = "leap")]
+        /// Recording strategy: ownership (the default: records only when a variable changes owner), leap, aggreplay or tplay.
+        #[arg(long, default_value = "ownership")]
         strategy: String,
         /// Digest checkpoint every N events per thread (1 = verify every event).
         #[arg(long, default_value_t = 4096)]
@@ -96,7 +96,7 @@ enum Cmd {
         /// Programs to run, comma-separated (default: the suite and the bug programs of bench/programs/bugs.txt; with --quick: histogram,counter_race,prodcons).
         #[arg(long, value_delimiter = ',')]
         programs: Vec<String>,
-        /// Strategies to record with, comma-separated (default: leap,aggreplay,tplay; leap with --quick).
+        /// Strategies to record with, comma-separated (default: every strategy, ownership, leap, aggreplay and tplay; ownership with --quick).
         #[arg(long, value_delimiter = ',')]
         strategies: Vec<String>,
         /// Runs per configuration; tables show medians (default 5, 1 with --quick).

@@ -25,6 +25,7 @@ pub mod cancel;
 pub mod capture;
 pub mod channel;
 pub mod entry;
+pub mod handover;
 pub mod heap;
 pub mod layout;
 pub mod leap;

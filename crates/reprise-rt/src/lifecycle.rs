@@ -49,6 +49,9 @@ fn after_init_inner() {
     }
     crate::sud::install_handler();
     crate::signals::catch_terminators();
+    if state::strategy() == state::Strategy::Ownership && !state::REPLAY.load(Ordering::Relaxed) {
+        crate::handover::install();
+    }
     load_unwinder();
     // The runtime's descriptors are not for programs this one starts.
     for fd in [FD_CONFIG, FD_CHANNEL, FD_STATUS, FD_LOG] {

@@ -47,6 +47,7 @@
 #![allow(unsafe_code)]
 
 use crate::access::{self, kind};
+use crate::handover;
 use crate::layout::SHADOW_ADDR;
 use crate::state::{self, Thread};
 use crate::sys;
@@ -81,8 +82,18 @@ const MAX_EPOCH: u32 = RDEX_BIT - 16;
 /// a slot are ordered together: slower, never wrong.
 #[inline(always)]
 fn shadow(addr: usize) -> &'static AtomicU32 {
+    slot_word(slot_of(addr))
+}
+
+/// The shadow slot of the granule holding byte `addr` (see [`shadow`]).
+#[inline(always)]
+fn slot_of(addr: usize) -> u32 {
     let a = addr as u64;
-    let idx = ((a >> GRANULE_SHIFT) as u32) ^ ((a >> 35) as u32).wrapping_mul(0x9E37_79B1);
+    ((a >> GRANULE_SHIFT) as u32) ^ ((a >> 35) as u32).wrapping_mul(0x9E37_79B1)
+}
+
+#[inline(always)]
+fn slot_word(idx: u32) -> &'static AtomicU32 {
     // SAFETY: the shadow maps 2^32 words at SHADOW_ADDR when the strategy is ownership; only
     // then does a thread's fast_limit rise above 0 and the slow path reach here.
     unsafe { &*((SHADOW_ADDR as *const AtomicU32).add(idx as usize)) }
@@ -107,10 +118,13 @@ fn digest_access(t: &mut Thread, addr: usize, size: usize, k: u64) {
     t.digest = fold(t.digest, x);
 }
 
+/// Count event `e` of kind `k`. Runtime entries (the positions of asynchronous signal
+/// deliveries) are counted by the caller: the fast paths count one each, a slow-path event was
+/// counted by `entry::enter`. So an access counts once whichever path it takes, and record and
+/// replay (whose slow paths fall at different events: transfers vs. edges) agree.
 #[inline(always)]
 fn count(t: &mut Thread, e: u64, k: u64) {
     t.kinds[k as usize % KINDS] += 1;
-    t.entries += 1;
     t.events.store(e, Ordering::Release);
 }
 
@@ -127,7 +141,10 @@ pub fn fast_gate(t: &Thread, addr: usize, size: usize, write: bool) -> Option<u6
         if (addr ^ (addr + size - 1)) >> GRANULE_SHIFT != 0 {
             return None;
         }
-        let s = shadow(addr).load(Ordering::Relaxed);
+        let idx = slot_of(addr);
+        // Before the shadow load: from here the access may be pending (module handover).
+        handover::pend(t, e, idx);
+        let s = slot_word(idx).load(Ordering::Relaxed);
         let ok = if write {
             s == t.own_me
         } else {
@@ -147,6 +164,7 @@ pub fn fast(t: &mut Thread, addr: usize, size: usize, k: u64) -> bool {
         return false;
     };
     digest_access(t, addr, size, k);
+    t.entries += 1;
     count(t, e, k);
     true
 }
@@ -155,6 +173,7 @@ pub fn fast(t: &mut Thread, addr: usize, size: usize, k: u64) -> bool {
 #[inline(always)]
 pub fn fast_atomic(t: &mut Thread, addr: usize, size: usize) -> Option<u64> {
     let e = fast_gate(t, addr, size, true)?;
+    t.entries += 1;
     count(t, e, kind::ATOMIC);
     Some(e)
 }
@@ -175,6 +194,7 @@ fn answer_now(t: &Thread) {
     t.mb.ack_done
         .store(t.events.load(Ordering::Relaxed), Ordering::Release);
     t.mb.ack_seq.fetch_add(1, Ordering::SeqCst);
+    handover::wake_requesters(t.tid);
 }
 
 /// Publish the completed events (a safe point) and answer requests.
@@ -191,6 +211,7 @@ pub fn set_free(t: &Thread) {
     publish(t);
     t.mb.free.store(1, Ordering::SeqCst);
     t.fast_limit.store(0, Ordering::SeqCst);
+    handover::wake_requesters(t.tid);
 }
 
 /// [`set_free`] for thread `tid` (from code that has only the id).
@@ -288,7 +309,7 @@ fn add_edge(t: &mut Thread, e: u64, src: u32, src_events: u64) {
 
 /// Ask thread `x` for its granules; returns its completed events when it answered (or was
 /// free). The caller has locked the granule it wants.
-fn request(t: &mut Thread, x: u32) -> u64 {
+fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
     // SAFETY: slots are mapped for MAX_THREADS ids; only atomics of another thread's slot are
     // touched (its mailbox and fast_limit).
     let xs = unsafe { &*state::slot(x) };
@@ -298,14 +319,27 @@ fn request(t: &mut Thread, x: u32) -> u64 {
     let q0 = xs.mb.ack_seq.load(Ordering::SeqCst);
     xs.mb.req.store(1, Ordering::SeqCst);
     xs.fast_limit.store(0, Ordering::SeqCst);
+    if xs.mb.sleeping.load(Ordering::SeqCst) != 0 {
+        // The owner itself waits for someone: it answers requests, once awake.
+        xs.mb.wake.fetch_add(1, Ordering::SeqCst);
+        sys::futex_wake(&xs.mb.wake, 1);
+    }
     let mut spins = 0;
     let mut marked = false;
+    let mut asked = None;
     let src = loop {
         if xs.mb.ack_seq.load(Ordering::Acquire) != q0 {
             break xs.mb.ack_done.load(Ordering::Acquire);
         }
         if xs.mb.free.load(Ordering::SeqCst) != 0 {
             break xs.mb.done.load(Ordering::Acquire);
+        }
+        if let Some(g) = asked.and_then(|serial| handover::granted(t, serial)) {
+            break g;
+        }
+        if spins == handover::AFTER_SPINS && asked.is_none() {
+            // The owner is slow to reach a safe point: ask its handler, and be woken.
+            asked = Some(handover::ask(t, x, idx));
         }
         answer(t);
         if state::mode() == state::M_DONE {
@@ -317,8 +351,28 @@ fn request(t: &mut Thread, x: u32) -> u64 {
             mark_waiting(t, x);
             marked = true;
         }
+        if asked.is_some() && spins > 100 {
+            // Sleep until the owner answers, turns free or grants (each wakes us), or a
+            // request to this thread needs an answer (bounded by the timeout).
+            let w = t.mb.wake.load(Ordering::SeqCst);
+            t.mb.sleeping.store(1, Ordering::SeqCst);
+            if xs.mb.ack_seq.load(Ordering::SeqCst) == q0
+                && xs.mb.free.load(Ordering::SeqCst) == 0
+                && t.mb.grant.load(Ordering::SeqCst) == 0
+                && t.mb.req.load(Ordering::SeqCst) == 0
+                && state::mode() != state::M_DONE
+            {
+                sys::futex_wait_for(&t.mb.wake, w, 200_000);
+            }
+            t.mb.sleeping.store(0, Ordering::SeqCst);
+            spins += 1;
+            continue;
+        }
         backoff(&mut spins);
     };
+    if asked.is_some() {
+        handover::withdraw(t);
+    }
     if marked {
         mark_running(t);
     }
@@ -403,7 +457,7 @@ fn acquire_one(t: &mut Thread, addr: usize, write: bool, e: u64) {
                 .min(MAX_THREADS as u32);
             for x in 0..n {
                 if x != t.tid {
-                    let src = request(t, x);
+                    let src = request(t, x, slot_of(addr));
                     add_edge(t, e, x, src);
                 }
             }
@@ -443,7 +497,7 @@ fn acquire_one(t: &mut Thread, addr: usize, write: bool, e: u64) {
         {
             continue;
         }
-        let src = request(t, x);
+        let src = request(t, x, slot_of(addr));
         add_edge(t, e, x, src);
         let next = if write {
             t.own_me
@@ -498,7 +552,11 @@ fn gate_replay(t: &mut Thread, e: u64) {
             format_args!("thread {} did not exist in the recording", t.tid),
         );
     };
-    if state::config().end.kind != END_UNKNOWN && e > ti.final_events {
+    let end = &state::config().end;
+    // The recording's faulting thread may fault inside the callback after its last counted
+    // event (reading the value of an access to a bad address): let it run that callback.
+    let faulted_here = end.kind == END_FAULT && end.tid == t.tid && e == ti.final_events + 1;
+    if end.kind != END_UNKNOWN && e > ti.final_events && !faulted_here {
         // Early termination (seed 001, 2.5): the recording ended before this event.
         set_free(t);
         crate::leap::park_forever(t.tid, ST_AT_END);
@@ -555,6 +613,14 @@ pub fn access(t: &mut Thread, ranges: &[(usize, usize, bool)]) -> u64 {
     if t.own_replay {
         gate_replay(t, e);
     } else {
+        let single = match ranges {
+            [(a, n, _)] if (*a ^ (*a + (*n).max(1) - 1)) >> GRANULE_SHIFT == 0 => Some(slot_of(*a)),
+            _ => None,
+        };
+        match single {
+            Some(idx) => handover::pend(t, e, idx),
+            None => t.pend.store(handover::PEND_ALL, Ordering::Relaxed),
+        }
         acquire_ranges(t, ranges, e);
     }
     e

@@ -222,6 +222,13 @@ pub unsafe extern "C" fn sigaction(
     if state::mode() == state::M_UNINIT {
         state::init();
     }
+    if sig == crate::handover::SIG && crate::handover::installed() && !act.is_null() {
+        // The recorder's own signal (ownership handovers): refused, not silently replaced.
+        crate::say!("the program installs a handler for signal {sig}, which reprise uses while recording; refused (record with --strategy leap to let the program have it)");
+        // SAFETY: this thread's errno.
+        unsafe { *libc::__errno_location() = libc::EINVAL };
+        return -1;
+    }
     let wrapped_before = (sig as usize) < NSIG && PROG[sig as usize].load(Ordering::Relaxed) != 0;
     let prev = if (sig as usize) < NSIG {
         program_view(PROG[sig as usize].load(Ordering::Relaxed))

@@ -87,6 +87,17 @@ pub struct Mailbox {
     pub ack_done: AtomicU64,
     /// Completed events at the last safe point (both modes; replay waits on it too).
     pub done: AtomicU64,
+    /// Kernel thread id (0 until the thread runs): where handover signals go.
+    pub ktid: AtomicU32,
+    /// This thread's registered request (`handover::ask`): owner + 1, serial, shadow slot.
+    pub want: AtomicU64,
+    /// The owner's grant from its handover handler: serial and completed events + 1.
+    pub grant: AtomicU64,
+    /// Bumped (and futex-woken) when the owner this thread waits for answers, turns free or
+    /// grants from its handler.
+    pub wake: AtomicU32,
+    /// The thread sleeps on `wake` (a request to it must wake it).
+    pub sleeping: AtomicU32,
 }
 
 /// Per-thread runtime state, one slot per deterministic thread id at a fixed address.
@@ -99,6 +110,9 @@ pub struct Thread {
     /// every rare condition (checkpoint due, next replay edge, request pending, signal, held
     /// stripe, jitter, other strategies: 0) lowers it. Written by other threads only to 0.
     pub fast_limit: AtomicU64,
+    /// Ownership record: the access whose callback ran last and which may still be pending
+    /// (`handover::pend`), for the handover signal's handler.
+    pub pend: AtomicU64,
     /// Ownership: this thread's exclusive-owner code in the shadow (tid + 1).
     pub own_me: u32,
     /// Ownership: read-shared epochs this thread may read without synchronising.
@@ -113,6 +127,8 @@ pub struct Thread {
     pub kinds: [u64; KINDS],
     /// Ownership replay: index of the next incoming edge.
     pub next_edge: usize,
+    /// Ownership record: serial of this thread's last handover request.
+    pub want_serial: u64,
     /// Ownership: requests and answers.
     pub mb: Mailbox,
     /// Deterministic id.
@@ -396,6 +412,8 @@ fn init_inner() -> u32 {
     // SAFETY: the slot is freshly mapped zeroed memory owned by this (main) thread.
     unsafe { init_slot(t, 0, 0, 0) };
     set_cur(t);
+    // SAFETY: the slot just initialised.
+    unsafe { (*t).mb.ktid.store(sys::gettid(), Ordering::Release) };
     if replay {
         M_REPLAY
     } else {

@@ -41,6 +41,9 @@ pub fn install_handler() {
     sa.sa_sigaction =
         on_sigsys as extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) as usize;
     sa.sa_flags = libc::SA_SIGINFO;
+    // The handler runs system calls for the program: no handover signal may interrupt them.
+    // SAFETY: sa_mask is a valid, zeroed signal set.
+    unsafe { libc::sigaddset(&mut sa.sa_mask, crate::handover::SIG) };
     crate::signals::install(libc::SIGSYS, &sa);
     // The kernel's view of the action holds the trampoline glibc installed.
     let mut k = [0u64; 4]; // handler, flags, restorer, mask

@@ -51,9 +51,20 @@ pub fn take_obj(t: &mut Thread, obj: *const c_void, k: u64) {
         access::count_event(t, 0, 0, k);
         return;
     }
+    if k == kind::ONCE && state::strategy() == state::Strategy::Ownership {
+        // Instrumented code reads a function-local static's guard inline (an atomic load)
+        // while its acquire and release run uninstrumented in libstdc++: under ownership the
+        // guard's granule must change owner with the calls too, or that load is unordered.
+        // Same event number as the stripe's turn below (the edge gates this event in replay).
+        ownership_take(t, obj as usize);
+    }
     let s = leap::stripe_of_addr(obj as usize);
     let pos = leap::take(t, s);
     access::count_event(t, s as u64, pos, k);
+}
+
+fn ownership_take(t: &mut Thread, addr: usize) {
+    crate::ownership::access(t, &[(addr, 8 - (addr & 7), true)]);
 }
 
 /// Run a real call that may block, marked as blocked for the replay watchdog.
@@ -638,6 +649,7 @@ pub unsafe extern "C" fn reprise_thread_begin(slot: *mut c_void, arg: *mut *mut 
     // SAFETY: the parent initialised this slot for us before creating the thread; arg is the
     // trampoline's out-slot.
     let th = unsafe { &mut *t };
+    th.mb.ktid.store(crate::sys::gettid(), Ordering::Release);
     access::log_start(th);
     crate::sud::enable(th);
     unsafe { *arg = th.start_arg as *mut c_void };

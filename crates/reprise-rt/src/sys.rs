@@ -44,6 +44,26 @@ pub fn futex_wait(addr: &core::sync::atomic::AtomicU32, val: u32) {
     };
 }
 
+/// [`futex_wait`] for at most `ns` nanoseconds.
+pub fn futex_wait_for(addr: &core::sync::atomic::AtomicU32, val: u32, ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as i64,
+        tv_nsec: (ns % 1_000_000_000) as i64,
+    };
+    // SAFETY: addr is a valid, aligned u32 and ts a valid relative timeout for the call.
+    unsafe {
+        syscall6(
+            libc::SYS_futex,
+            addr.as_ptr() as u64,
+            128,
+            val as u64,
+            &ts as *const _ as u64,
+            0,
+            0,
+        )
+    };
+}
+
 /// `futex(FUTEX_WAKE_PRIVATE)`: wake up to `n` waiters.
 pub fn futex_wake(addr: &core::sync::atomic::AtomicU32, n: i32) {
     // SAFETY: addr is a valid, aligned u32; wake reads nothing else.

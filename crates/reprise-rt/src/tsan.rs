@@ -67,6 +67,7 @@ fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R
         let th = unsafe { &mut *t };
         if ownership::fast_atomic(th, addr, size).is_some() {
             let r = op();
+            crate::handover::pend_done(th);
             let v: u128 = r.into();
             th.digest = ownership::fold(th.digest, v as u64 ^ (v >> 64) as u64);
             return r;
@@ -78,6 +79,7 @@ fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R
         Strategy::Ownership => {
             let ev = ownership::access(t, &[(addr, size, true)]);
             let r = op();
+            crate::handover::pend_done(t);
             let v: u128 = r.into();
             ownership::finish_event(
                 t,

@@ -1,11 +1,8 @@
-//! The `ownership` strategy on real programs: racy and synchronised test programs recorded
-//! several times with gcc and clang, every replay verified (plainly, on one CPU and with
-//! jitter) with the recording's output and status, and racy programs still showing more than
-//! one outcome while recorded (ownership must not serialise the race).
-//!
-//! Not yet covered here (fails under ownership, see ARCHITECTURE.md): `sigalrm` (asynchronous
-//! signal positions), `local_static` under clang (1 replay in 20 diverged), and the
-//! crash-or-clean pair of `crash_sometimes` (every ownership recording crashed).
+//! LEAP (`--strategy leap`, the strategy of the first release) on real programs, now that
+//! `ownership` is the default and the acceptance suite runs that: racy and synchronised test
+//! programs recorded several times with gcc and clang, every replay verified (plainly, on one
+//! CPU and with jitter) with the recording's output and status, and racy programs still
+//! showing more than one outcome while recorded.
 
 mod common;
 use common::*;
@@ -13,7 +10,7 @@ use std::collections::BTreeSet;
 
 const RECORDINGS: usize = 8;
 
-fn ownership(name: &str, compiler: &str) {
+fn leap(name: &str, compiler: &str) {
     let p = program(name);
     let w = Work::new();
     let bin = w.build(&p, compiler);
@@ -24,7 +21,7 @@ fn ownership(name: &str, compiler: &str) {
             &bin,
             &p.args,
             &format!("{name}-{i}.trace"),
-            &["--strategy", "ownership"],
+            &["--strategy", "leap"],
         );
         outcomes.insert((r.stdout.clone(), r.status));
         replay_verified(&w, &r, How::Plain);
@@ -39,7 +36,7 @@ fn ownership(name: &str, compiler: &str) {
                 &bin,
                 &p.args,
                 &format!("{name}-x{extra}.trace"),
-                &["--strategy", "ownership"],
+                &["--strategy", "leap"],
             );
             outcomes.insert((r.stdout.clone(), r.status));
             replay_verified(&w, &r, How::Plain);
@@ -47,27 +44,27 @@ fn ownership(name: &str, compiler: &str) {
         }
         assert!(
             outcomes.len() >= 2,
-            "{name}: every ownership recording had the same outcome"
+            "{name}: every leap recording had the same outcome"
         );
     }
 }
 
-macro_rules! ownership_tests {
+macro_rules! leap_tests {
     ($($name:ident),*) => {$(
         mod $name {
             #[test]
             fn gcc() {
-                super::ownership(stringify!($name), "gcc");
+                super::leap(stringify!($name), "gcc");
             }
             #[test]
             fn clang() {
-                super::ownership(stringify!($name), "clang");
+                super::leap(stringify!($name), "clang");
             }
         }
     )*};
 }
 
-ownership_tests!(
+leap_tests!(
     counter_race,
     check_then_act,
     bank,

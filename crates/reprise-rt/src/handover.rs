@@ -1,0 +1,182 @@
+//! Ownership handovers by signal: an owner that stays out of the runtime (a long loop with no
+//! instrumented access, uninstrumented library code) must not stall the threads that request
+//! its granules until its next callback.
+//!
+//! A requester that has waited a little registers what it wants in its own mailbox (`want`:
+//! owner, serial, shadow slot) and sends the owner [`SIG`]. The owner's handler, running in
+//! program code, grants every registered request except one for the granule of its *pending*
+//! access: the callback precedes its access, so the granule the thread's last callback
+//! checked may still be about to be read or written. Everything else the thread accessed is
+//! complete, so the grant's source is the thread's completed event count:
+//! * the pending word `Thread::pend` is `(event << 32) | shadow slot`, stored by every
+//!   plain-access callback *before* it loads the shadow (so a handler that interrupts the
+//!   callback before the store runs before the load, which then sees the requester's lock);
+//! * when `pend`'s event equals the thread's count, that event's access may be pending: the
+//!   source is the count minus one; when it is the next event (the handler interrupted the
+//!   callback before it counted), the source is the count;
+//! * atomic callbacks perform the operation themselves: they clear `pend` when it is done.
+//!
+//! A thread inside the runtime (`IN_RT`) answers at its own safe points and the handler does
+//! nothing; a thread that blocks the signal answers at its next callback, as without it.
+//! The SIGSYS handler blocks [`SIG`] (it runs system calls for the program), and requesters
+//! never signal a *free* thread, so a real blocking call is interrupted only if the thread
+//! turned free in the few nanoseconds between the requester's last look and its signal (a
+//! sleep or a semaphore wait may then return EINTR early; the outcome is recorded as any).
+#![allow(unsafe_code)]
+
+use crate::state::{self, Thread, IN_RT};
+use crate::sys;
+use core::ffi::c_int;
+use core::sync::atomic::{compiler_fence, Ordering};
+use reprise_proto::MAX_THREADS;
+
+/// The handover signal: a real-time signal (queued, never merged) programs rarely use.
+pub const SIG: c_int = 62;
+/// `pend`: nothing pending (the last callback was an atomic operation, already done).
+pub const PEND_NONE: u64 = 0;
+/// `pend`: a ranged access may be pending on any granule (the handler grants nothing).
+pub const PEND_ALL: u64 = u64::MAX;
+/// Requester wait iterations (spins) before it registers, signals the owner and then sleeps.
+pub const AFTER_SPINS: u32 = 40;
+
+/// Pack a pending access: event `e` on shadow slot `idx`.
+#[inline(always)]
+pub fn pend(t: &Thread, e: u64, idx: u32) {
+    t.pend.store((e << 32) | idx as u64, Ordering::Relaxed);
+    // The handler (on this thread) must see the store before the callback loads the shadow.
+    compiler_fence(Ordering::SeqCst);
+}
+
+/// The pending access completed inside the callback (an atomic operation).
+#[inline(always)]
+pub fn pend_done(t: &Thread) {
+    compiler_fence(Ordering::SeqCst);
+    t.pend.store(PEND_NONE, Ordering::Relaxed);
+}
+
+/// Install the handler (record under ownership).
+pub fn install() {
+    // SAFETY: a zeroed sigaction with our handler, restarting interrupted calls, is valid.
+    unsafe {
+        let mut sa: libc::sigaction = core::mem::zeroed();
+        sa.sa_sigaction =
+            on_signal as extern "C" fn(c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        crate::signals::install(SIG, &sa);
+    }
+    INSTALLED.store(true, Ordering::Release);
+}
+
+static INSTALLED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Whether this run uses the handover signal.
+pub fn installed() -> bool {
+    INSTALLED.load(Ordering::Relaxed)
+}
+
+fn want_word(owner: u32, serial: u64, idx: u32) -> u64 {
+    ((owner as u64 + 1) << 48) | ((serial & 0xffff) << 32) | idx as u64
+}
+
+/// Register the request of `t` for shadow slot `idx` of owner `x` (so the owner wakes it when
+/// it answers or turns free) and, when the owner runs program code, signal it. Returns the
+/// serial to pass to [`granted`].
+pub fn ask(t: &mut Thread, x: u32, idx: u32) -> u64 {
+    t.want_serial = (t.want_serial + 1) & 0xffff;
+    let serial = t.want_serial;
+    t.mb.grant.store(0, Ordering::SeqCst);
+    t.mb.want.store(want_word(x, serial, idx), Ordering::SeqCst);
+    // SAFETY: slots are mapped for MAX_THREADS ids; only atomics are read.
+    let xs = unsafe { &*state::slot(x) };
+    let ktid = xs.mb.ktid.load(Ordering::Acquire);
+    if !INSTALLED.load(Ordering::Acquire) || ktid == 0 || xs.mb.free.load(Ordering::SeqCst) != 0
+    {
+        return serial;
+    }
+    // SAFETY: tgkill on a thread of this process with a signal whose handler is ours.
+    unsafe {
+        sys::syscall6(
+            libc::SYS_tgkill,
+            sys::syscall6(libc::SYS_getpid, 0, 0, 0, 0, 0, 0) as u64,
+            ktid as u64,
+            SIG as u64,
+            0,
+            0,
+            0,
+        )
+    };
+    serial
+}
+
+/// Wake every thread whose registered request is addressed to `owner` (it answered or turned
+/// free). Called inside the runtime (system calls allowed).
+pub fn wake_requesters(owner: u32) {
+    let n = state::NEXT_TID
+        .load(Ordering::SeqCst)
+        .min(MAX_THREADS as u32);
+    for r in 0..n {
+        // SAFETY: as in `ask`.
+        let rs = unsafe { &*state::slot(r) };
+        let w = rs.mb.want.load(Ordering::SeqCst);
+        if w != 0 && (w >> 48) as u32 == owner + 1 {
+            rs.mb.wake.fetch_add(1, Ordering::SeqCst);
+            sys::futex_wake(&rs.mb.wake, 1);
+        }
+    }
+}
+
+/// The owner's completed events if it granted request `serial` from its handler.
+#[inline]
+pub fn granted(t: &Thread, serial: u64) -> Option<u64> {
+    let g = t.mb.grant.load(Ordering::Acquire);
+    (g != 0 && g >> 48 == serial).then(|| (g & ((1 << 48) - 1)) - 1)
+}
+
+/// Withdraw a registered request (answered one way or another).
+pub fn withdraw(t: &Thread) {
+    t.mb.want.store(0, Ordering::SeqCst);
+}
+
+extern "C" fn on_signal(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    let t = state::cur();
+    if t.is_null() || IN_RT.with(|c| c.get()) {
+        return;
+    }
+    // SAFETY: this thread's own slot; only its atomics are used, and other slots' atomics are
+    // read and written (their mailboxes).
+    let t = unsafe { &*t };
+    let ev = t.events.load(Ordering::Relaxed);
+    let p = t.pend.load(Ordering::Relaxed);
+    compiler_fence(Ordering::SeqCst);
+    if p == PEND_ALL {
+        return;
+    }
+    let (done, except) = if p == PEND_NONE {
+        (ev, u64::MAX)
+    } else if (p >> 32) as u32 == ev as u32 {
+        (ev.saturating_sub(1), p & 0xffff_ffff)
+    } else {
+        (ev, p & 0xffff_ffff)
+    };
+    let n = state::NEXT_TID
+        .load(Ordering::SeqCst)
+        .min(MAX_THREADS as u32);
+    for r in 0..n {
+        if r == t.tid {
+            continue;
+        }
+        // SAFETY: as above.
+        let rs = unsafe { &*state::slot(r) };
+        let w = rs.mb.want.load(Ordering::SeqCst);
+        if w == 0 || (w >> 48) as u32 != t.tid + 1 || w & 0xffff_ffff == except {
+            continue;
+        }
+        let serial = (w >> 32) & 0xffff;
+        rs.mb.grant.store((serial << 48) | (done + 1), Ordering::Release);
+        rs.mb.wake.fetch_add(1, Ordering::SeqCst);
+        // Program code traps system calls (Syscall User Dispatch): allow this one.
+        let sel = t.sud.swap(crate::sud::ALLOW, Ordering::Relaxed);
+        sys::futex_wake(&rs.mb.wake, 1);
+        t.sud.store(sel, Ordering::Relaxed);
+    }
+}
