@@ -107,6 +107,21 @@ fn checkpoint_due(t: &mut Thread, e: u64) {
 pub fn checkpoint(t: &mut Thread, e: u64) {
     state::status(t.tid).events.store(e, Ordering::Relaxed);
     let d = t.digest;
+    if state::REPLAY.load(Ordering::Relaxed)
+        && state::config().end.kind != END_UNKNOWN
+        && state::FINISHER.load(Ordering::Relaxed) != t.tid
+    {
+        if let Some(ti) = state::thread_index(t.tid) {
+            if t.next_digest >= ti.digests_len as usize {
+                // The recording ended before this thread got here (another thread ended the
+                // process while it ran on past its last event, say to its end): it parks, as
+                // it was stopped then, and logs nothing the recording does not have.
+                crate::leap::release_held(t);
+                crate::ownership::set_free(t);
+                crate::leap::park_forever(t.tid, ST_AT_END);
+            }
+        }
+    }
     log_pair(t, R_DIGEST, e, d);
     if state::REPLAY.load(Ordering::Relaxed) {
         let Some(ti) = state::thread_index(t.tid) else {

