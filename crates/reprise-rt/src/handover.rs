@@ -36,8 +36,11 @@ pub const SIG: c_int = 62;
 pub const PEND_NONE: u64 = 0;
 /// `pend`: a ranged access may be pending on any granule (the handler grants nothing).
 pub const PEND_ALL: u64 = u64::MAX;
-/// Requester wait iterations (spins) before it registers, signals the owner and then sleeps.
-pub const AFTER_SPINS: u32 = 40;
+/// Nanoseconds a requester spins (answering requests to itself) before it signals the owner:
+/// an owner running instrumented code answers at its next callback, well within this.
+pub const SIGNAL_AFTER_NS: u64 = 20_000;
+/// Nanoseconds of waiting after which a requester sleeps on its futex word between checks.
+pub const SLEEP_AFTER_NS: u64 = 100_000;
 
 /// Pack a pending access: event `e` on shadow slot `idx`.
 #[inline(always)]

@@ -320,9 +320,10 @@ fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
         xs.mb.wake.fetch_add(1, Ordering::SeqCst);
         sys::futex_wake(&xs.mb.wake, 1);
     }
-    let mut spins = 0;
+    let mut spins = 0u32;
     let mut marked = false;
     let mut asked = None;
+    let mut t0 = 0u64;
     let src = loop {
         if xs.mb.ack_seq.load(Ordering::Acquire) != q0 {
             break xs.mb.ack_done.load(Ordering::Acquire);
@@ -333,21 +334,32 @@ fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
         if let Some(g) = asked.and_then(|serial| handover::granted(t, serial)) {
             break g;
         }
-        if spins == handover::AFTER_SPINS && asked.is_none() {
-            // The owner is slow to reach a safe point: ask its handler, and be woken.
-            asked = Some(handover::ask(t, x, idx));
-        }
         answer(t);
         if state::mode() == state::M_DONE {
             // The process is ending: this thread stops here, as at any runtime entry.
             set_free(t);
             crate::leap::park_forever(t.tid, ST_AT_END);
         }
-        if spins == 200 {
+        spins = spins.wrapping_add(1);
+        if spins % 64 != 0 {
+            core::hint::spin_loop();
+            continue;
+        }
+        // Every 64 spins: how long has this taken?
+        let now = sys::now_ns();
+        if t0 == 0 {
+            t0 = now;
+        }
+        let waited = now - t0;
+        if waited > 1_000_000 && !marked {
             mark_waiting(t, x);
             marked = true;
         }
-        if asked.is_some() && spins > 100 {
+        if waited > handover::SIGNAL_AFTER_NS && asked.is_none() {
+            // The owner is slow to reach a safe point: ask its handler, and be woken.
+            asked = Some(handover::ask(t, x, idx));
+        }
+        if asked.is_some() && waited > handover::SLEEP_AFTER_NS {
             // Sleep until the owner answers, turns free or grants (each wakes us), or a
             // request to this thread needs an answer (bounded by the timeout).
             let w = t.mb.wake.load(Ordering::SeqCst);
@@ -361,10 +373,10 @@ fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
                 sys::futex_wait_for(&t.mb.wake, w, 200_000);
             }
             t.mb.sleeping.store(0, Ordering::SeqCst);
-            spins += 1;
-            continue;
+        } else if waited > 5_000 {
+            // On an oversubscribed machine the owner may need this CPU.
+            sys::yield_now();
         }
-        backoff(&mut spins);
     };
     if asked.is_some() {
         handover::withdraw(t);

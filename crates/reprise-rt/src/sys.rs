@@ -215,6 +215,28 @@ pub fn sleep_ns(ns: u64) {
     unsafe { syscall6(libc::SYS_nanosleep, &ts as *const _ as u64, 0, 0, 0, 0, 0) };
 }
 
+/// Monotonic time in nanoseconds (a raw system call: the program's clock calls are recorded,
+/// the runtime's own are not).
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec.
+    unsafe {
+        syscall6(
+            libc::SYS_clock_gettime,
+            libc::CLOCK_MONOTONIC as u64,
+            &mut ts as *mut _ as u64,
+            0,
+            0,
+            0,
+            0,
+        )
+    };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Kernel thread id.
 pub fn gettid() -> u32 {
     // SAFETY: no arguments.
