@@ -5,39 +5,11 @@
 
 mod common;
 use common::*;
-use std::collections::BTreeSet;
 
 const RECORDINGS: usize = 20;
 
 fn acceptance(name: &str, compiler: &str) {
-    let p = program(name);
-    let w = Work::new();
-    let bin = w.build(&p, compiler);
-    let mut outcomes = BTreeSet::new();
-    for i in 0..RECORDINGS {
-        let r = record(&w, &bin, &p.args, &format!("{name}-{i}.trace"), &[]);
-        outcomes.insert((r.stdout.clone(), r.status));
-        replay_verified(&w, &r, How::Plain);
-        replay_verified(&w, &r, How::OneCpu);
-        replay_verified(&w, &r, How::Jitter(i as u64 + 1));
-    }
-    if p.racy {
-        // Outcome variety depends on the machine's load; when the first 20 show one outcome,
-        // keep recording (each one still replayed verified) before concluding the recorder
-        // serialises the race.
-        let mut extra = 0;
-        while outcomes.len() < 2 && extra < 60 {
-            let r = record(&w, &bin, &p.args, &format!("{name}-x{extra}.trace"), &[]);
-            outcomes.insert((r.stdout.clone(), r.status));
-            replay_verified(&w, &r, How::Plain);
-            extra += 1;
-        }
-        assert!(
-            outcomes.len() >= 2,
-            "{name}: all {} recordings had the same outcome; the recorder serialises the race",
-            RECORDINGS + extra
-        );
-    }
+    record_replay_all_ways(name, compiler, RECORDINGS, &[]);
 }
 
 macro_rules! acceptance_tests {

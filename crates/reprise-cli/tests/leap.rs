@@ -6,47 +6,11 @@
 
 mod common;
 use common::*;
-use std::collections::BTreeSet;
 
 const RECORDINGS: usize = 8;
 
 fn leap(name: &str, compiler: &str) {
-    let p = program(name);
-    let w = Work::new();
-    let bin = w.build(&p, compiler);
-    let mut outcomes = BTreeSet::new();
-    for i in 0..RECORDINGS {
-        let r = record(
-            &w,
-            &bin,
-            &p.args,
-            &format!("{name}-{i}.trace"),
-            &["--strategy", "leap"],
-        );
-        outcomes.insert((r.stdout.clone(), r.status));
-        replay_verified(&w, &r, How::Plain);
-        replay_verified(&w, &r, How::OneCpu);
-        replay_verified(&w, &r, How::Jitter(i as u64 + 1));
-    }
-    if p.racy {
-        let mut extra = 0;
-        while outcomes.len() < 2 && extra < 60 {
-            let r = record(
-                &w,
-                &bin,
-                &p.args,
-                &format!("{name}-x{extra}.trace"),
-                &["--strategy", "leap"],
-            );
-            outcomes.insert((r.stdout.clone(), r.status));
-            replay_verified(&w, &r, How::Plain);
-            extra += 1;
-        }
-        assert!(
-            outcomes.len() >= 2,
-            "{name}: every leap recording had the same outcome"
-        );
-    }
+    record_replay_all_ways(name, compiler, RECORDINGS, &["--strategy", "leap"]);
 }
 
 macro_rules! leap_tests {

@@ -92,8 +92,7 @@ pub fn ask(t: &mut Thread, x: u32, idx: u32) -> u64 {
     // SAFETY: slots are mapped for MAX_THREADS ids; only atomics are read.
     let xs = unsafe { &*state::slot(x) };
     let ktid = xs.mb.ktid.load(Ordering::Acquire);
-    if !INSTALLED.load(Ordering::Acquire) || ktid == 0 || xs.mb.free.load(Ordering::SeqCst) != 0
-    {
+    if !INSTALLED.load(Ordering::Acquire) || ktid == 0 || xs.mb.free.load(Ordering::SeqCst) != 0 {
         return serial;
     }
     // SAFETY: tgkill on a thread of this process with a signal whose handler is ours.
@@ -175,7 +174,9 @@ extern "C" fn on_signal(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut lib
             continue;
         }
         let serial = (w >> 32) & 0xffff;
-        rs.mb.grant.store((serial << 48) | (done + 1), Ordering::Release);
+        rs.mb
+            .grant
+            .store((serial << 48) | (done + 1), Ordering::Release);
         rs.mb.wake.fetch_add(1, Ordering::SeqCst);
         // Program code traps system calls (Syscall User Dispatch): allow this one.
         let sel = t.sud.swap(crate::sud::ALLOW, Ordering::Relaxed);

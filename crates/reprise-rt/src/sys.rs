@@ -30,18 +30,7 @@ pub unsafe fn syscall6(n: i64, a1: u64, a2: u64, a3: u64, a4: u64, a5: u64, a6: 
 
 /// `futex(FUTEX_WAIT_PRIVATE)`: sleep while `*addr == val`.
 pub fn futex_wait(addr: &core::sync::atomic::AtomicU32, val: u32) {
-    // SAFETY: addr is a valid, aligned u32 for the duration of the call; no timeout pointer.
-    unsafe {
-        syscall6(
-            libc::SYS_futex,
-            addr.as_ptr() as u64,
-            128,
-            val as u64,
-            0,
-            0,
-            0,
-        )
-    };
+    futex_wait_until(addr, val, None)
 }
 
 /// [`futex_wait`] for at most `ns` nanoseconds.
@@ -50,14 +39,20 @@ pub fn futex_wait_for(addr: &core::sync::atomic::AtomicU32, val: u32, ns: u64) {
         tv_sec: (ns / 1_000_000_000) as i64,
         tv_nsec: (ns % 1_000_000_000) as i64,
     };
-    // SAFETY: addr is a valid, aligned u32 and ts a valid relative timeout for the call.
+    futex_wait_until(addr, val, Some(&ts))
+}
+
+fn futex_wait_until(addr: &core::sync::atomic::AtomicU32, val: u32, ts: Option<&libc::timespec>) {
+    let ts = ts.map_or(0, |t| t as *const _ as u64);
+    // SAFETY: addr is a valid, aligned u32 for the duration of the call; ts is null or a valid
+    // relative timeout.
     unsafe {
         syscall6(
             libc::SYS_futex,
             addr.as_ptr() as u64,
             128,
             val as u64,
-            &ts as *const _ as u64,
+            ts,
             0,
             0,
         )

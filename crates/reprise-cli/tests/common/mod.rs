@@ -259,3 +259,36 @@ pub fn replay_rejected(w: &Work, trace: &Path) -> String {
     );
     err
 }
+
+/// Record program `name` (built with `compiler`) `recordings` times with the extra record
+/// arguments `extra`; every recording replays verified plainly, pinned to one CPU and with
+/// jitter. A racy program must show at least two outcomes: when the first recordings show one,
+/// up to 60 more are made (each replayed verified) before concluding the recorder serialises
+/// the race (outcome variety depends on the machine's load).
+pub fn record_replay_all_ways(name: &str, compiler: &str, recordings: usize, extra: &[&str]) {
+    let p = program(name);
+    let w = Work::new();
+    let bin = w.build(&p, compiler);
+    let mut outcomes = std::collections::BTreeSet::new();
+    for i in 0..recordings {
+        let r = record(&w, &bin, &p.args, &format!("{name}-{i}.trace"), extra);
+        outcomes.insert((r.stdout.clone(), r.status));
+        replay_verified(&w, &r, How::Plain);
+        replay_verified(&w, &r, How::OneCpu);
+        replay_verified(&w, &r, How::Jitter(i as u64 + 1));
+    }
+    if p.racy {
+        let mut more = 0;
+        while outcomes.len() < 2 && more < 60 {
+            let r = record(&w, &bin, &p.args, &format!("{name}-x{more}.trace"), extra);
+            outcomes.insert((r.stdout.clone(), r.status));
+            replay_verified(&w, &r, How::Plain);
+            more += 1;
+        }
+        assert!(
+            outcomes.len() >= 2,
+            "{name}: all {} recordings ({extra:?}) had the same outcome; the recorder serialises the race",
+            recordings + more
+        );
+    }
+}
