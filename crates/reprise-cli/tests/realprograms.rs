@@ -85,33 +85,13 @@ fn record_with(
     if let Some(f) = feeder {
         f.join().unwrap();
     }
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(
-        err.contains(&format!("reprise: trace saved to {}", t.display())),
-        "record did not report its trace:\n{err}"
-    );
-    let prog_err: Vec<u8> = err
-        .lines()
-        .filter(|l| !l.starts_with("reprise:"))
-        .flat_map(|l| format!("{l}\n").into_bytes())
-        .collect();
-    let ours: String = err
+    let ours: String = String::from_utf8_lossy(&o.stderr)
         .lines()
         .filter(|l| l.starts_with("reprise:"))
         .map(|l| format!("{l}\n"))
         .collect();
-    let r = Recorded {
-        trace: t,
-        stdout: o.stdout,
-        stderr: prog_err,
-        status: shell_status_of(o.status),
-    };
+    let r = recorded(t, &o);
     (r, ours)
-}
-
-fn shell_status_of(s: std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
 }
 
 /// Replay `r` verified; on failure keep its trace (as `name`) before failing.
@@ -595,4 +575,9 @@ fn killed_recorder_leaves_no_program() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+fn shell_status_of(s: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
 }

@@ -167,6 +167,12 @@ pub fn record(w: &Work, bin: &str, args: &[String], trace: &str, extra: &[&str])
         .arg(format!("./{bin}"))
         .args(args);
     let o = run_limited(c, Duration::from_secs(120));
+    recorded(t, &o)
+}
+
+/// What `reprise record` into trace `t` printed and returned: the program's output and
+/// status (stderr without the recorder's own `reprise:` lines). Asserts the trace was saved.
+pub fn recorded(t: PathBuf, o: &Output) -> Recorded {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains(&format!("reprise: trace saved to {}", t.display())),
@@ -181,7 +187,7 @@ pub fn record(w: &Work, bin: &str, args: &[String], trace: &str, extra: &[&str])
         trace: t,
         stdout: o.stdout.clone(),
         stderr: prog_err,
-        status: shell_status(&o),
+        status: shell_status(o),
     }
 }
 
