@@ -427,8 +427,10 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     }
     state::status_header().finishing.store(1, Ordering::SeqCst);
     leap::release_held(t);
-    if !ENDED.with(|c| c.get()) {
-        // (An ended thread logged its final checkpoint at its end.)
+    if !ENDED.with(|c| c.get()) && end.tid != END_TID_NONE {
+        // (An ended thread logged its final checkpoint at its end. A signal from outside
+        // lands in whichever thread the kernel picks, in the recording and again in the
+        // replay: that end belongs to no thread, and no thread logs a final checkpoint.)
         final_checkpoint(t);
     }
     let st = state::status(t.tid);
