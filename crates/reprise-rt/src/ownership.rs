@@ -587,14 +587,31 @@ fn gate_replay(t: &mut Thread, e: u64) {
         }
         // SAFETY: x < MAX_THREADS; only atomics of the other slot are read.
         let xs = unsafe { &*state::slot(x) };
-        let mut spins = 0;
+        let mut spins = 0u32;
         let mut marked = false;
+        let mut t0 = 0u64;
+        // Wait by time, as requesters do: spin (the source is usually running and close),
+        // then yield the CPU (it may need it), then sleep briefly.
         while xs.events.load(Ordering::Acquire) <= s && xs.mb.done.load(Ordering::Acquire) < s {
-            if spins == 200 {
+            spins = spins.wrapping_add(1);
+            if spins % 64 != 0 {
+                core::hint::spin_loop();
+                continue;
+            }
+            let now = sys::now_ns();
+            if t0 == 0 {
+                t0 = now;
+            }
+            let waited = now - t0;
+            if waited > 1_000_000 && !marked {
                 mark_waiting(t, x);
                 marked = true;
             }
-            backoff(&mut spins);
+            if waited > 2_000_000 {
+                sys::sleep_ns(20_000);
+            } else if waited > 5_000 {
+                sys::yield_now();
+            }
         }
         if marked {
             mark_running(t);
