@@ -315,12 +315,12 @@ pub fn result(t: &mut Thread, live: Option<u64>) -> u64 {
             );
         };
         let rs = state::pairs(ti.results_off, ti.results_len);
-        let i = t.next_result;
+        let i = t.next_result.load(Ordering::Relaxed);
         if i >= rs.len() {
             leap::release_held(t);
             leap::park_forever(t.tid, ST_AT_END);
         }
-        t.next_result += 1;
+        t.next_result.store(i + 1, Ordering::Release);
         if rs[i].event != e {
             diverge(
                 t,

@@ -94,7 +94,7 @@ fn marked_here(t: &Thread) -> bool {
     };
     let rs = state::pairs(ti.results_off, ti.results_len);
     let e = t.events.load(Ordering::Relaxed);
-    rs.get(t.next_result)
+    rs.get(t.next_result.load(Ordering::Relaxed))
         .is_some_and(|r| r.event == e && r.value == MARK)
 }
 

@@ -415,6 +415,22 @@ pub fn die_of(sig: i32) -> ! {
     sys::exit_group(128 + sig)
 }
 
+/// Replay of an end by a signal from outside: whether every thread is where the recording's was
+/// when it came (its final count reached, every recorded result taken: a thread blocked in a
+/// call that returned in the recording is not there yet, though its count is).
+pub fn replay_end_reached() -> bool {
+    let n = state::config().nthreads;
+    (0..n).all(|tid| {
+        let Some(ti) = state::thread_index(tid) else {
+            return true;
+        };
+        // SAFETY: slot memory is mapped for all MAX_THREADS ids; only atomics are read.
+        let other = unsafe { &*state::slot(tid) };
+        other.events.load(Ordering::Relaxed) >= ti.final_events
+            && other.next_result.load(Ordering::Acquire) as u64 >= ti.results_len
+    })
+}
+
 /// End the process in the recorded way (see the module doc). Only one thread finishes;
 /// any other thread that tries parks.
 pub fn finish(t: &mut Thread, end: ProcessEnd) {

@@ -144,6 +144,11 @@ fn terminator(sig: c_int, t: *mut Thread) {
         || st == reprise_proto::ST_BLOCKED
         || (replay && (st == reprise_proto::ST_AT_END || st == reprise_proto::ST_WAIT_TURN));
     if idle {
+        if replay && !crate::lifecycle::replay_end_reached() {
+            // Early: a thread has yet to get where the recording's was (a blocking call it
+            // returned from, a count short). The launcher sends it again.
+            return;
+        }
         crate::lifecycle::end_by_signal(th, sig, true);
     }
     if !replay {

@@ -151,8 +151,9 @@ pub struct Thread {
     pub nth: u32,
     /// Children created so far.
     pub children: u32,
-    /// Replay cursors into this thread's recorded results and digests.
-    pub next_result: usize,
+    /// Replay cursors into this thread's recorded results and digests (results atomic: the
+    /// thread that takes a replayed end reads every thread's, see `replay_end_reached`).
+    pub next_result: core::sync::atomic::AtomicUsize,
     /// See `next_result`.
     pub next_digest: usize,
     /// Replay cursor (bytes) into this thread's recorded input data.
