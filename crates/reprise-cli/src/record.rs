@@ -45,9 +45,22 @@ pub fn resolve_exe(prog: &std::ffi::OsStr) -> Result<PathBuf> {
 }
 
 /// Content hash of the executable.
+/// Streamed through a small buffer: reading a large binary (the runtime's debug information
+/// makes 10 MB common) into one allocation cost more than the hashing.
 pub fn exe_hash(p: &Path) -> Result<String> {
-    let b = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
-    Ok(format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&b)))
+    use std::io::Read;
+    let cant = || format!("cannot read {}", p.display());
+    let mut f = std::fs::File::open(p).with_context(cant)?;
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 256 << 10];
+    loop {
+        let n = f.read(&mut buf).with_context(cant)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(format!("{:016x}", h.digest()))
 }
 
 struct RecordSink {
