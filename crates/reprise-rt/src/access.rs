@@ -84,6 +84,8 @@ pub fn count_event(t: &mut Thread, s: u64, pos: u64, k: u64) {
     t.kinds[k as usize % KINDS] += 1;
     let e = t.events.load(Ordering::Relaxed) + 1;
     t.events.store(e, Ordering::Relaxed);
+    // The entry was counted by `entry::enter`: the event is not another.
+    t.entry_bias = t.entry_bias.wrapping_sub(1);
     // A compare, not a division, on the hot path: `next_ckpt` is the next multiple of the
     // checkpoint interval (0 until the thread's first event computes it).
     if e >= t.next_ckpt {

@@ -64,8 +64,8 @@ pub fn enter() -> Option<Entry> {
     }
     // SAFETY: t is this thread's own slot.
     let th = unsafe { &mut *t };
-    th.entries += 1;
-    if th.entries == th.next_sig_at
+    th.entry_bias = th.entry_bias.wrapping_add(1);
+    if th.entries() == th.next_sig_at
         || th.sig_pending.load(core::sync::atomic::Ordering::Relaxed) != 0
     {
         crate::signals::deliver(th);

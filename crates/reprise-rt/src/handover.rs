@@ -4,8 +4,9 @@
 //!
 //! A requester that has waited a little registers what it wants in its own mailbox (`want`:
 //! owner, serial, shadow slot) and sends the owner [`SIG`]. The owner's handler, running in
-//! program code, grants every registered request except one for the granule of its *pending*
-//! access: the callback precedes its access, so the granule the thread's last callback
+//! program code, grants every registered request except one for the window of granules (a
+//! transfer moves the requested granule's window, see `ownership::lock_batch`) holding its
+//! *pending* access: the callback precedes its access, so the granule the thread's last callback
 //! checked may still be about to be read or written. Everything else the thread accessed is
 //! complete, so the grant's source is the thread's completed event count:
 //! * the pending word `Thread::pend` is `(event << 32) | shadow slot`, stored by every
@@ -170,7 +171,12 @@ extern "C" fn on_signal(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut lib
         // SAFETY: as above.
         let rs = unsafe { &*state::slot(r) };
         let w = rs.mb.want.load(Ordering::SeqCst);
-        if w == 0 || (w >> 48) as u32 != t.tid + 1 || w & 0xffff_ffff == except {
+        if w == 0 || (w >> 48) as u32 != t.tid + 1 {
+            continue;
+        }
+        // A transfer takes the requested granule's whole window (`ownership::BATCH_SHIFT`).
+        let shift = crate::ownership::BATCH_SHIFT;
+        if except != u64::MAX && (w & 0xffff_ffff) >> shift == except >> shift {
             continue;
         }
         let serial = (w >> 32) & 0xffff;

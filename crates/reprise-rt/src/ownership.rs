@@ -118,13 +118,25 @@ fn digest_access(t: &mut Thread, addr: usize, size: usize, k: u64) {
     t.digest = fold(t.digest, x);
 }
 
-/// Count event `e` of kind `k`. Runtime entries (the positions of asynchronous signal
-/// deliveries) are counted by the caller: the fast paths count one each, a slow-path event was
-/// counted by `entry::enter`. So an access counts once whichever path it takes, and record and
-/// replay (whose slow paths fall at different events: transfers vs. edges) agree.
+/// Count slow-path event `e` of kind `k`. Its runtime entry (the positions of asynchronous
+/// signal deliveries) was counted by `entry::enter`, so the event lowers the entry bias: an
+/// access is one entry whichever path it takes, and record and replay (whose slow paths fall at
+/// different events: transfers vs. edges) agree.
 #[inline(always)]
 fn count(t: &mut Thread, e: u64, k: u64) {
     t.kinds[k as usize % KINDS] += 1;
+    t.events.store(e, Ordering::Release);
+    t.entry_bias = t.entry_bias.wrapping_sub(1);
+}
+
+/// Count fast-path event `e` of kind `k`: the event counter alone (the entry comes with it,
+/// see `Thread::entry_bias`). Reads are not counted by kind: they are the events no kind
+/// counted (`lifecycle::finish`).
+#[inline(always)]
+fn count_fast(t: &mut Thread, e: u64, k: u64) {
+    if k != kind::READ {
+        t.kinds[k as usize % KINDS] += 1;
+    }
     t.events.store(e, Ordering::Release);
 }
 
@@ -164,8 +176,7 @@ pub fn fast(t: &mut Thread, addr: usize, size: usize, k: u64) -> bool {
         return false;
     };
     digest_access(t, addr, size, k);
-    t.entries += 1;
-    count(t, e, k);
+    count_fast(t, e, k);
     true
 }
 
@@ -173,8 +184,7 @@ pub fn fast(t: &mut Thread, addr: usize, size: usize, k: u64) -> bool {
 #[inline(always)]
 pub fn fast_atomic(t: &mut Thread, addr: usize, size: usize) -> Option<u64> {
     let e = fast_gate(t, addr, size, true)?;
-    t.entries += 1;
-    count(t, e, kind::ATOMIC);
+    count_fast(t, e, kind::ATOMIC);
     Some(e)
 }
 
@@ -254,8 +264,9 @@ pub fn recompute(t: &mut Thread) {
             }
         }
         if t.next_sig_at != u64::MAX {
-            lim = if t.next_sig_at > t.entries {
-                lim.min(e + (t.next_sig_at - t.entries))
+            let entries = t.entries();
+            lim = if t.next_sig_at > entries {
+                lim.min(e + (t.next_sig_at - entries))
             } else {
                 0
             };
@@ -509,7 +520,9 @@ fn acquire_one(t: &mut Thread, addr: usize, write: bool, e: u64) {
         {
             continue;
         }
-        let src = request(t, x, slot_of(addr));
+        let idx = slot_of(addr);
+        let batch = lock_batch(t, idx, s);
+        let src = request(t, x, idx);
         add_edge(t, e, x, src);
         let next = if write {
             t.own_me
@@ -523,7 +536,49 @@ fn acquire_one(t: &mut Thread, addr: usize, write: bool, e: u64) {
             }
         };
         sh.store(next, Ordering::Release);
+        unlock_batch(idx, batch, next);
         return;
+    }
+}
+
+/// log2 of the granules moved by one transfer at most: the aligned window (1 KiB) around the
+/// requested granule. Within a window, slots are `window base | j` (the address block's mix
+/// constant is the same for all), so the handover handler refuses a whole window when its
+/// pending access lies in it.
+pub const BATCH_SHIFT: u32 = 4;
+
+/// Lock, for the transfer of slot `idx` from its owner, the other granules of its window that
+/// the owner holds in the same state `s`: data that migrates between threads (a transpose, a
+/// scatter, a producer's buffer) then moves a window per round trip, not a line. The answer
+/// that covers `idx` covers them (every access of the owner up to its answer is complete, and
+/// the locks stop later ones). Returns the bit mask of the locked window slots.
+fn lock_batch(t: &Thread, idx: u32, s: u32) -> u32 {
+    let base = idx & !((1 << BATCH_SHIFT) - 1);
+    let mut taken = 0u32;
+    for j in 0..1u32 << BATCH_SHIFT {
+        let k = base | j;
+        if k == idx {
+            continue;
+        }
+        let w = slot_word(k);
+        if w.load(Ordering::Relaxed) == s
+            && w
+                .compare_exchange(s, LOCKED | t.tid, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+        {
+            taken |= 1 << j;
+        }
+    }
+    taken
+}
+
+/// Give the granules [`lock_batch`] locked their new state `next`.
+fn unlock_batch(idx: u32, mut taken: u32, next: u32) {
+    let base = idx & !((1 << BATCH_SHIFT) - 1);
+    while taken != 0 {
+        let j = taken.trailing_zeros();
+        slot_word(base | j).store(next, Ordering::Release);
+        taken &= taken - 1;
     }
 }
 

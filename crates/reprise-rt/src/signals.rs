@@ -190,7 +190,7 @@ fn call_program(sig: c_int) {
 /// handler's own accesses are recorded like any other code of the thread).
 #[cold]
 pub fn deliver(t: &mut Thread) {
-    let e = t.entries;
+    let e = t.entries();
     if state::REPLAY.load(Ordering::Relaxed) {
         while t.next_sig_at == e {
             let Some(ti) = state::thread_index(t.tid) else {

@@ -121,8 +121,10 @@ pub struct Thread {
     pub own_replay: bool,
     /// Order-sensitive digest of (stripe, position, kind, value).
     pub digest: u64,
-    /// Runtime entries so far (the position of asynchronous signal deliveries).
-    pub entries: u64,
+    /// Runtime entries so far (the position of asynchronous signal deliveries) minus events
+    /// (wrapping): a fast-path callback is both an entry and an event, so it changes neither
+    /// this nor anything but the event counter. See [`Thread::entries`].
+    pub entry_bias: u64,
     /// Events per kind (`access::kind`), reported at the thread's end for `reprise bench`.
     pub kinds: [u64; KINDS],
     /// Ownership replay: index of the next incoming edge.
@@ -192,6 +194,16 @@ pub struct Thread {
     pub multi_lo: usize,
     /// See `multi_lo`.
     pub multi_hi: usize,
+}
+
+impl Thread {
+    /// Runtime entries so far: every callback and interposer the thread entered.
+    #[inline(always)]
+    pub fn entries(&self) -> u64 {
+        self.events
+            .load(core::sync::atomic::Ordering::Relaxed)
+            .wrapping_add(self.entry_bias)
+    }
 }
 
 /// Size of one slot in the thread table.
@@ -437,7 +449,7 @@ pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
     th.digest = 0xcbf2_9ce4_8422_2325 ^ tid as u64;
     th.rng = JITTER.load(Ordering::Relaxed) ^ ((tid as u64 + 1) * 0x9E37_79B9_7F4A_7C15);
     th.log_len = 0;
-    th.entries = 0;
+    th.entry_bias = 0;
     th.next_ckpt = 0;
     th.kinds = [0; KINDS];
     th.next_sig = 0;
