@@ -25,13 +25,22 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
     );
     if s.is_complete() {
         if let Ok((_, rec, out, err, footer)) = crate::replay::load(&path) {
-            println!(
-                "threads: {}   events: {}   stripes used: {}   vector runs: {}",
-                rec.nthreads(),
-                rec.total_events(),
-                rec.vectors.len(),
-                rec.vector_runs()
-            );
+            if h.strategy == "ownership" {
+                println!(
+                    "threads: {}   events: {}   ownership edges: {}",
+                    rec.nthreads(),
+                    rec.total_events(),
+                    rec.threads.values().map(|t| t.edges.len()).sum::<usize>()
+                );
+            } else {
+                println!(
+                    "threads: {}   events: {}   stripes used: {}   vector runs: {}",
+                    rec.nthreads(),
+                    rec.total_events(),
+                    rec.vectors.len(),
+                    rec.vector_runs()
+                );
+            }
             println!(
                 "stdout: {} bytes   stderr: {} bytes   exit: {}   wall: {:.3}s",
                 out.len(),
