@@ -47,7 +47,15 @@ pub struct Launch {
     /// Replay of a recording ended by a terminating signal from outside: the signal, and each
     /// thread's recorded final event count, which the replay reaches before it is sent.
     pub end_signal: Option<(i32, Vec<(u32, u64)>)>,
+    /// Record: end the program (complete trace) when every thread is blocked for good.
+    pub find_deadlocks: bool,
 }
+
+/// How long every thread must stay blocked, unchanged, before the recorder calls it a deadlock.
+const DEADLOCK_AFTER: Duration = Duration::from_secs(1);
+/// The signal that ends a deadlocked program (asked through the status header, so the
+/// program's own handler for it does not keep it alive).
+const DEADLOCK_SIGNAL: i32 = libc::SIGTERM;
 
 /// The program's pid while it runs (for the signal-forwarding handler), else 0.
 static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
@@ -106,6 +114,8 @@ pub struct Ended {
     pub wall: Duration,
     /// The watchdog stopped it: the report.
     pub stuck: Option<String>,
+    /// The recorder found it deadlocked and ended it: the report.
+    pub deadlock: Option<String>,
 }
 
 fn memfd(name: &str, data: &[u8], size: usize) -> Result<OwnedFd> {
@@ -195,14 +205,14 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         rlim_cur: l.rlimit_stack.0,
         rlim_max: l.rlimit_stack.1,
     };
-    // Map the status region for the watchdog.
+    // Map the status region for the watchdog (writable: the end request goes the other way).
     // SAFETY: mapping a memfd we own, of STATUS_SIZE bytes, shared; unmapped never (process
-    // lifetime is short), read with atomics only.
+    // lifetime is short), accessed with atomics only.
     let status_map = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
             STATUS_SIZE,
-            libc::PROT_READ,
+            libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED,
             status.as_raw_fd(),
             0,
@@ -283,6 +293,7 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     let mut wd = Watchdog::new(status_map as *const u8, l.watchdog);
     let mut end_sent: Option<Instant> = None;
     let mut stuck = None;
+    let mut deadlock = None;
     let mut last_tick = Instant::now();
     let mut stdout = std::io::stdout();
     let mut stderr = std::io::stderr();
@@ -321,9 +332,29 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
                 if end_sent.is_none_or(|t| t.elapsed() > Duration::from_millis(200))
                     && wd.reached(finals)
                 {
+                    wd.request_end(*sig);
                     // SAFETY: signalling our own child.
                     unsafe { libc::kill(pid, *sig) };
                     end_sent = Some(Instant::now());
+                }
+            } else if l.find_deadlocks {
+                match end_sent {
+                    None => {
+                        if let Some(report) = wd.deadlock(pid) {
+                            wd.request_end(DEADLOCK_SIGNAL);
+                            // SAFETY: signalling our own child.
+                            unsafe { libc::kill(pid, DEADLOCK_SIGNAL) };
+                            end_sent = Some(Instant::now());
+                            deadlock = Some(report);
+                        }
+                    }
+                    Some(t) if t.elapsed() > Duration::from_secs(5) => {
+                        // The program did not end: it is killed (the trace is partial).
+                        // SAFETY: killing our own child.
+                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                        end_sent = Some(Instant::now());
+                    }
+                    Some(_) => {}
                 }
             }
             let sent_long_ago = end_sent.is_none_or(|t| t.elapsed() > Duration::from_secs(5));
@@ -366,6 +397,7 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         exit: exit.unwrap(),
         wall: start.elapsed(),
         stuck,
+        deadlock,
     })
 }
 
@@ -383,6 +415,9 @@ struct Watchdog {
     timeout: Option<Duration>,
     last_sig: Vec<(u32, u64)>,
     stable_since: Instant,
+    /// Deadlock detection: the last blocked-state snapshot and since when it held.
+    dl_sig: Vec<(u32, u32, u64, u64)>,
+    dl_since: Instant,
 }
 
 impl Watchdog {
@@ -392,7 +427,96 @@ impl Watchdog {
             timeout,
             last_sig: Vec::new(),
             stable_since: Instant::now(),
+            dl_sig: Vec::new(),
+            dl_since: Instant::now(),
         }
+    }
+
+    fn header(&self) -> &StatusHeader {
+        // SAFETY: the header is at the start of the region; all fields atomic.
+        unsafe { &*(self.base as *const StatusHeader) }
+    }
+
+    /// Ask the runtime to end the process with `sig` whatever the program's handler for it.
+    fn request_end(&self, sig: i32) {
+        self.header()
+            .end_request
+            .store(sig as u32, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Record: Some(report) once every live thread has been blocked for good (each in a wait
+    /// that only another thread can end), unchanged, for [`DEADLOCK_AFTER`].
+    fn deadlock(&mut self, pid: i32) -> Option<String> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let n = (self.header().nthreads.load(Relaxed) as usize).min(MAX_THREADS);
+        let sig: Vec<(u32, u32, u64, u64)> = (0..n)
+            .map(|i| {
+                let s = self.slot(i);
+                (
+                    s.state.load(Relaxed),
+                    s.waits_on.load(Relaxed),
+                    s.events.load(Relaxed),
+                    s.object.load(Relaxed),
+                )
+            })
+            .collect();
+        let live: Vec<(usize, &(u32, u32, u64, u64))> = sig
+            .iter()
+            .enumerate()
+            .filter(|(_, (s, ..))| *s != ST_NONE && *s != ST_EXITED)
+            .collect();
+        let stuck = !live.is_empty()
+            && live
+                .iter()
+                .all(|(_, (s, on, ..))| *s == ST_BLOCKED && *on != WAIT_NONE);
+        if !stuck || sig != self.dl_sig {
+            self.dl_sig = if stuck { sig } else { Vec::new() };
+            self.dl_since = Instant::now();
+            return None;
+        }
+        if self.dl_since.elapsed() < DEADLOCK_AFTER {
+            return None;
+        }
+        let mut r = String::from("deadlock: every thread is blocked, waiting for another");
+        for (i, &(_, on, e, obj)) in live {
+            let what = match on {
+                WAIT_LOCK => format!(
+                    "waits to lock {obj:#x}{}",
+                    self.mutex_holder(pid, obj)
+                        .map(|h| format!(", held by thread {h}"))
+                        .unwrap_or_default()
+                ),
+                WAIT_COND => format!("waits on a condition variable (with mutex {obj:#x})"),
+                WAIT_JOIN => "waits to join a thread".to_string(),
+                WAIT_BARRIER => format!("waits at barrier {obj:#x}"),
+                WAIT_ONCE => format!("waits for another thread's initialisation ({obj:#x})"),
+                _ => "waits".to_string(),
+            };
+            r.push_str(&format!("\n  thread {i} at event {e} {what}"));
+        }
+        Some(r)
+    }
+
+    /// The thread holding the glibc mutex at `obj` in process `pid` (its owner's kernel id, at
+    /// offset 8 of `pthread_mutex_t`), when that names one of the program's threads.
+    fn mutex_holder(&self, pid: i32, obj: u64) -> Option<usize> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut owner: i32 = 0;
+        let local = libc::iovec {
+            iov_base: (&mut owner as *mut i32).cast(),
+            iov_len: 4,
+        };
+        let remote = libc::iovec {
+            iov_base: (obj as usize + 8) as *mut libc::c_void,
+            iov_len: 4,
+        };
+        // SAFETY: reads 4 bytes of our child into `owner`; a bad address fails cleanly.
+        let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+        if n != 4 || owner <= 0 {
+            return None;
+        }
+        let count = (self.header().nthreads.load(Relaxed) as usize).min(MAX_THREADS);
+        (0..count).find(|&i| self.slot(i).ktid.load(Relaxed) == owner as u32)
     }
 
     /// Whether every thread of `finals` is where the recording's was: parked at the end of

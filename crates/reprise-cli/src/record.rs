@@ -44,6 +44,22 @@ pub fn resolve_exe(prog: &std::ffi::OsStr) -> Result<PathBuf> {
     bail!("{}: command not found", p.display())
 }
 
+/// Exit status of `reprise record` (and of its replay) when the program deadlocked: the
+/// recorder ended it (as `timeout` does a command that overran).
+pub const DEADLOCK_STATUS: i32 = 124;
+
+/// Print a multi-line report on stderr, every line marked as reprise's (so it never reads as
+/// the program's output), the first after `lead`.
+pub fn say_lines(lead: &str, report: &str) {
+    for (i, l) in report.lines().enumerate() {
+        if i == 0 {
+            eprintln!("reprise: {lead}{l}");
+        } else {
+            eprintln!("reprise: {l}");
+        }
+    }
+}
+
 /// Content hash of the executable.
 /// Streamed through a small buffer: reading a large binary (the runtime's debug information
 /// makes 10 MB common) into one allocation cost more than the hashing.
@@ -206,6 +222,7 @@ pub fn record(o: RecordOpts) -> Result<i32> {
         watchdog: None,
         forward_signals: true,
         end_signal: None,
+        find_deadlocks: true,
     };
     let mut sink = RecordSink {
         w,
@@ -223,6 +240,7 @@ pub fn record(o: RecordOpts) -> Result<i32> {
         wall_ns: ended.wall.as_nanos() as u64,
         chunks: 0,
         raw_bytes: 0,
+        deadlock: ended.deadlock.clone(),
     };
     sink.w.finish(&footer)?;
     if o.output.is_none() {
@@ -234,5 +252,9 @@ pub fn record(o: RecordOpts) -> Result<i32> {
         eprintln!("reprise: warning: the runtime did not see the process end (killed, _exit or exec?); the trace is partial");
     }
     eprintln!("reprise: trace saved to {}", path.display());
+    if let Some(report) = &ended.deadlock {
+        say_lines("", report);
+        return Ok(DEADLOCK_STATUS);
+    }
     Ok(ended.exit.shell_status())
 }

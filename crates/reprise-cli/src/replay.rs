@@ -146,6 +146,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
             (end.kind == reprise_proto::END_SIGNAL && end.tid == reprise_proto::END_TID_NONE)
                 .then(|| (end.code, finals.iter().map(|(&t, &n)| (t, n)).collect()))
         }),
+        find_deadlocks: false,
     };
     let mut sink = ReplaySink::default();
     let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
@@ -176,5 +177,10 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
         rec.total_events(),
         rec.nthreads()
     );
+    if let Some(report) = &footer.deadlock {
+        // Every thread reached its recorded last event, blocked as it was: the same deadlock.
+        crate::record::say_lines("the replay reached the recorded ", report);
+        return Ok(crate::record::DEADLOCK_STATUS);
+    }
     Ok(footer.exit.shell_status())
 }

@@ -544,6 +544,47 @@ fn interrupted(compiler: &str) {
 
 both_compilers!(interrupted);
 
+/// A lock-order deadlock: the recorder notices that every thread is blocked for good, says
+/// who waits for what (and who holds the lock), ends the program with a complete trace and
+/// exits 124; the replay verifies up to the deadlock, reports it and exits 124 too.
+fn deadlock(compiler: &str) {
+    let p = program("deadlock");
+    let w = Work::new();
+    let bin = w.build(&p, compiler);
+    let mut counters = std::collections::BTreeSet::new();
+    for i in 0..RECORDINGS {
+        let (r, ours) = record_with(&w, &bin, &p.args, &format!("deadlock-{i}.trace"), Input::Null);
+        let out = String::from_utf8_lossy(&r.stdout).into_owned();
+        assert_eq!(r.status, 124, "recording {i}:\n{ours}");
+        assert!(out.starts_with("both hold a lock; counter "), "{out}");
+        assert!(!out.contains("unreachable"), "{out}");
+        assert!(!ours.contains("partial"), "the trace is partial:\n{ours}");
+        for l in [
+            "reprise: deadlock: every thread is blocked, waiting for another",
+            "thread 0 at event",
+            "waits to join a thread",
+            ", held by thread 1",
+            ", held by thread 2",
+        ] {
+            assert!(ours.contains(l), "`{l}` missing from:\n{ours}");
+        }
+        counters.insert(out);
+        replay_kept(&w, &r, &format!("deadlock-{compiler}-{i}"));
+        let mut c = w.cmd();
+        c.arg("replay").arg(&r.trace);
+        let o = run_limited(c, Duration::from_secs(120));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("reprise: the replay reached the recorded deadlock: every thread is blocked"),
+            "{err}"
+        );
+        assert_eq!(shell_status(&o), 124, "{err}");
+    }
+    assert!(counters.len() >= 2, "the race never showed: {counters:?}");
+}
+
+both_compilers!(deadlock);
+
 /// Whether process `pid` exists and is not a zombie (a dead program that is not our child
 /// waits for an init that may never reap it).
 fn alive(pid: i32) -> bool {

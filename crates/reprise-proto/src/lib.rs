@@ -243,11 +243,33 @@ pub struct ThreadStatus {
     pub stripe: AtomicU32,
     /// Thread whose turn it is on that stripe (u32::MAX: the vector is exhausted).
     pub waits_for: AtomicU32,
-    /// Padding.
-    pub _pad: AtomicU32,
+    /// What a `ST_BLOCKED` thread waits for, one of the `WAIT_*` constants: only the waits
+    /// that nothing but another thread of the program ends (untimed) are named; a deadlock is
+    /// every live thread blocked in one of them.
+    pub waits_on: AtomicU32,
     /// Events performed so far (updated when the thread waits, and at checkpoints).
     pub events: AtomicU64,
+    /// The object a `ST_BLOCKED` thread waits on (mutex, condition variable, barrier, guard;
+    /// for a join, the awaited thread's `pthread_t`).
+    pub object: AtomicU64,
+    /// The thread's kernel id (to name a mutex's holder from the mutex's owner field).
+    pub ktid: AtomicU32,
+    /// Padding.
+    pub _pad: AtomicU32,
 }
+
+/// `waits_on`: not blocked, or in a wait that may end by itself (timed, try, a semaphore).
+pub const WAIT_NONE: u32 = 0;
+/// `waits_on`: acquiring a mutex or a read-write lock.
+pub const WAIT_LOCK: u32 = 1;
+/// `waits_on`: an untimed condition-variable wait.
+pub const WAIT_COND: u32 = 2;
+/// `waits_on`: an untimed join.
+pub const WAIT_JOIN: u32 = 3;
+/// `waits_on`: a barrier.
+pub const WAIT_BARRIER: u32 = 4;
+/// `waits_on`: another thread's initialisation of a local static or `pthread_once`.
+pub const WAIT_ONCE: u32 = 5;
 
 /// Thread slot unused.
 pub const ST_NONE: u32 = 0;
@@ -272,6 +294,9 @@ pub struct StatusHeader {
     pub nthreads: AtomicU32,
     /// Set when a thread began ending the process.
     pub finishing: AtomicU32,
+    /// A signal the launcher sends to end the process (a deadlock found while recording, and
+    /// its replay): the runtime ends the process with it whatever the program's handler.
+    pub end_request: AtomicU32,
 }
 
 /// Size of the status memfd.

@@ -108,7 +108,7 @@ pub fn install(sig: c_int, act: &libc::sigaction) {
 
 extern "C" fn on_async(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
     let t = state::cur();
-    if PROG[sig as usize].load(Ordering::Relaxed) == DEFAULT_TERM {
+    if PROG[sig as usize].load(Ordering::Relaxed) == DEFAULT_TERM || end_requested(sig) {
         return terminator(sig, t);
     }
     if t.is_null() || !active() {
@@ -156,9 +156,15 @@ fn terminator(sig: c_int, t: *mut Thread) {
     }
 }
 
+/// Whether the launcher asked to end the process with `sig` (a deadlock it found), whatever the
+/// program's own disposition.
+fn end_requested(sig: c_int) -> bool {
+    state::status_header().end_request.load(Ordering::SeqCst) == sig as u32
+}
+
 fn call_program(sig: c_int) {
     let h = PROG[sig as usize].load(Ordering::Relaxed);
-    if h == DEFAULT_TERM {
+    if h == DEFAULT_TERM || end_requested(sig) {
         let t = state::cur();
         if !t.is_null() && active() {
             // A deferred delivery (at this runtime entry, recorded; replayed here).

@@ -427,6 +427,7 @@ fn init_inner() -> u32 {
     set_cur(t);
     // SAFETY: the slot just initialised.
     unsafe { (*t).mb.ktid.store(sys::gettid(), Ordering::Release) };
+    status(0).ktid.store(sys::gettid(), Ordering::Relaxed);
     if replay {
         M_REPLAY
     } else {

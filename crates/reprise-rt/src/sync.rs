@@ -67,16 +67,26 @@ fn ownership_take(t: &mut Thread, addr: usize) {
     crate::ownership::access(t, &[(addr, 8 - (addr & 7), true)]);
 }
 
-/// Run a real call that may block, marked as blocked for the replay watchdog.
-fn blocking<R>(t: &Thread, f: impl FnOnce() -> R) -> R {
+/// Run a real call that may block, marked as blocked for the watchdogs: `on` (a `WAIT_*`) says
+/// whether only another thread can end the wait, and on what `obj`.
+fn blocking<R>(t: &Thread, on: u32, obj: usize, f: impl FnOnce() -> R) -> R {
     crate::ownership::set_free(t);
+    mark_blocked(t, on, obj);
+    let r = f();
+    let st = state::status(t.tid);
+    st.state.store(ST_RUNNING, Ordering::SeqCst);
+    st.waits_on.store(WAIT_NONE, Ordering::Relaxed);
+    r
+}
+
+/// Publish, for the launcher, that `t` blocks in a wait `on` object `obj`.
+fn mark_blocked(t: &Thread, on: u32, obj: usize) {
     let st = state::status(t.tid);
     st.events
         .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+    st.object.store(obj as u64, Ordering::Relaxed);
+    st.waits_on.store(on, Ordering::Relaxed);
     st.state.store(ST_BLOCKED, Ordering::SeqCst);
-    let r = f();
-    st.state.store(ST_RUNNING, Ordering::SeqCst);
-    r
 }
 
 /// A blocking acquisition (`lock`), with its try/timed variants as `attempt`.
@@ -89,9 +99,9 @@ unsafe fn acquire(obj: *const c_void, k: u64, lock: impl FnOnce() -> c_int) -> c
     }
     if replaying() {
         take_obj(t, obj, k);
-        blocking(t, lock)
+        blocking(t, WAIT_LOCK, obj as usize, lock)
     } else {
-        let r = blocking(t, lock);
+        let r = blocking(t, WAIT_LOCK, obj as usize, lock);
         if r == 0 {
             take_obj(t, obj, k);
         }
@@ -138,14 +148,14 @@ unsafe fn attempt(
             model_acquire(t, obj, k, lock);
         } else if r == 0 {
             take_obj(t, obj, k);
-            let r2 = blocking(t, lock);
+            let r2 = blocking(t, WAIT_LOCK, obj as usize, lock);
             if r2 != 0 {
                 access::diverge(t, t.events.load(Ordering::Relaxed), format_args!("thread {} could not re-acquire a lock it acquired in the recording (error {r2})", t.tid));
             }
         }
         r
     } else {
-        let r = blocking(t, attempt);
+        let r = blocking(t, WAIT_NONE, 0, attempt);
         access::result(t, Some(r as u32 as u64));
         if r == 0 {
             take_obj(t, obj, k);
@@ -373,20 +383,17 @@ pub fn resume() -> Option<Resumed> {
 
 /// The thread is about to block in a real call made outside the runtime (for the watchdog);
 /// system calls stay untrapped until then, as inside the runtime.
-fn block_begin(t: &mut Thread) {
+fn block_begin(t: &mut Thread, on: u32, obj: usize) {
     crate::ownership::set_free(t);
-    let st = state::status(t.tid);
-    st.events
-        .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
-    st.state.store(ST_BLOCKED, Ordering::SeqCst);
+    mark_blocked(t, on, obj);
     t.sud_hold = true;
 }
 
 /// The real call of [`block_begin`] returned.
 fn block_end(t: &Thread) {
-    state::status(t.tid)
-        .state
-        .store(ST_RUNNING, Ordering::SeqCst);
+    let st = state::status(t.tid);
+    st.state.store(ST_RUNNING, Ordering::SeqCst);
+    st.waits_on.store(WAIT_NONE, Ordering::Relaxed);
 }
 
 // ---- condition variables ----------------------------------------------------------------------
@@ -425,7 +432,9 @@ pub unsafe extern "C" fn reprise_cond_wait_pre(
             });
         } else {
             take_obj(t, m.cast(), kind::COND);
-            blocking(t, || unsafe { real::pthread_mutex_lock(m) });
+            blocking(t, WAIT_LOCK, m as usize, || unsafe {
+                real::pthread_mutex_lock(m)
+            });
         }
         if cancelled {
             return PRE_CANCEL;
@@ -441,7 +450,7 @@ pub unsafe extern "C" fn reprise_cond_wait_pre(
     if model {
         crate::leap::release_held(t);
     }
-    block_begin(t);
+    block_begin(t, if timed == 0 { WAIT_COND } else { WAIT_NONE }, m as usize);
     PRE_CALL
 }
 
@@ -491,7 +500,9 @@ pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_in
     };
     let t = e.t();
     access::safe_point(t);
-    let r = blocking(t, || unsafe { real::pthread_barrier_wait(b) });
+    let r = blocking(t, WAIT_BARRIER, b as usize, || unsafe {
+        real::pthread_barrier_wait(b)
+    });
     // Which thread is the serial one depends on arrival order: a result.
     access::result(t, Some(r as u32 as u64)) as u32 as c_int
 }
@@ -530,14 +541,14 @@ unsafe fn sem_acquire(s: *mut sem_t, attempt: impl FnOnce() -> c_int) -> c_int {
             0
         } else if r == 0 {
             take_obj(t, s.cast(), kind::SEM);
-            blocking(t, || unsafe { real::sem_wait(s) });
+            blocking(t, WAIT_NONE, 0, || unsafe { real::sem_wait(s) });
             0
         } else {
             unsafe { set_errno(r) };
             -1
         }
     } else {
-        let r = blocking(t, attempt);
+        let r = blocking(t, WAIT_NONE, 0, attempt);
         // SAFETY: errno of this thread, set by the real call.
         let err = if r == 0 {
             0
@@ -570,7 +581,8 @@ pub unsafe extern "C" fn reprise_sem_wait_pre(s: *mut sem_t, out: *mut c_int) ->
     let t = e.t();
     access::safe_point(t);
     if !replaying() {
-        block_begin(t);
+        // (A semaphore wait may be timed: never named a deadlock.)
+        block_begin(t, WAIT_NONE, 0);
         return PRE_CALL;
     }
     if crate::cancel::replayed_here(t) {
@@ -584,7 +596,7 @@ pub unsafe extern "C" fn reprise_sem_wait_pre(s: *mut sem_t, out: *mut c_int) ->
             *out = 0;
         } else if r == 0 {
             take_obj(t, s.cast(), kind::SEM);
-            blocking(t, || real::sem_wait(s));
+            blocking(t, WAIT_NONE, 0, || real::sem_wait(s));
             *out = 0;
         } else {
             set_errno(r);
@@ -650,6 +662,9 @@ pub unsafe extern "C" fn reprise_thread_begin(slot: *mut c_void, arg: *mut *mut 
     // trampoline's out-slot.
     let th = unsafe { &mut *t };
     th.mb.ktid.store(crate::sys::gettid(), Ordering::Release);
+    state::status(th.tid)
+        .ktid
+        .store(crate::sys::gettid(), Ordering::Relaxed);
     access::log_start(th);
     crate::sud::enable(th);
     unsafe { *arg = th.start_arg as *mut c_void };
@@ -733,7 +748,7 @@ pub unsafe extern "C" fn pthread_create(
             }
         }
     }
-    let r = blocking(t, || unsafe {
+    let r = blocking(t, WAIT_NONE, 0, || unsafe {
         // SAFETY: the trampoline has the C start-routine ABI; it is a C function, so the
         // thread's forced unwind may pass through it.
         let tr: extern "C" fn(*mut c_void) -> *mut c_void = core::mem::transmute(
@@ -784,7 +799,7 @@ pub unsafe extern "C" fn reprise_join_pre(
             let r = access::result(th, None) as u32 as c_int;
             if r == 0 {
                 // SAFETY: forwarded unchanged.
-                blocking(th, || unsafe { real::pthread_join(t, ret) });
+                blocking(th, WAIT_NONE, 0, || unsafe { real::pthread_join(t, ret) });
             }
             // SAFETY: the caller's out-slot.
             unsafe { *out = r };
@@ -793,7 +808,7 @@ pub unsafe extern "C" fn reprise_join_pre(
     } else if let Some(op) = join_op(t) {
         crate::model::blocking_begin(th, &op);
     }
-    block_begin(th);
+    block_begin(th, if timed == 0 { WAIT_JOIN } else { WAIT_NONE }, t as usize);
     PRE_CALL
 }
 
@@ -825,12 +840,14 @@ pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void)
         let r = access::result(th, None) as u32 as c_int;
         if r == 0 {
             // SAFETY: forwarded unchanged.
-            blocking(th, || unsafe { real::pthread_join(t, ret) });
+            blocking(th, WAIT_NONE, 0, || unsafe { real::pthread_join(t, ret) });
         }
         r
     } else {
         // SAFETY: forwarded unchanged.
-        let r = blocking(th, || unsafe { real::pthread_tryjoin_np(t, ret) });
+        let r = blocking(th, WAIT_NONE, 0, || unsafe {
+            real::pthread_tryjoin_np(t, ret)
+        });
         access::result(th, Some(r as u32 as u64));
         r
     }
@@ -858,7 +875,9 @@ pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
     if replaying() {
         take_obj(t, g.cast(), kind::ONCE);
         let want = access::result(t, None) as u32 as c_int;
-        let r = blocking(t, || unsafe { real::__cxa_guard_acquire(g) });
+        let r = blocking(t, WAIT_ONCE, g as usize, || unsafe {
+            real::__cxa_guard_acquire(g)
+        });
         if r != want {
             access::diverge(
                 t,
@@ -871,7 +890,9 @@ pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
         }
         r
     } else {
-        let r = blocking(t, || unsafe { real::__cxa_guard_acquire(g) });
+        let r = blocking(t, WAIT_ONCE, g as usize, || unsafe {
+            real::__cxa_guard_acquire(g)
+        });
         take_obj(t, g.cast(), kind::ONCE);
         access::result(t, Some(r as u32 as u64));
         r

@@ -110,6 +110,9 @@ pub struct Footer {
     pub chunks: u64,
     /// Sum of the raw (decompressed) sizes of all data chunks (set by the writer).
     pub raw_bytes: u64,
+    /// The recorder found the program deadlocked and ended it: its report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadlock: Option<String>,
 }
 
 /// One data chunk as read back.

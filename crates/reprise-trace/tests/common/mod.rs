@@ -32,6 +32,7 @@ pub fn footer() -> Footer {
         wall_ns: 1_234_567_890,
         chunks: 0,
         raw_bytes: 0,
+        deadlock: None,
     }
 }
 
