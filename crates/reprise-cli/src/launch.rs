@@ -478,18 +478,20 @@ impl Watchdog {
             return None;
         }
         let mut r = String::from("deadlock: every thread is blocked, waiting for another");
+        let names = Symbols::of(pid);
         for (i, &(_, on, e, obj)) in live {
+            let name = names.name(obj);
             let what = match on {
                 WAIT_LOCK => format!(
-                    "waits to lock {obj:#x}{}",
+                    "waits to lock {name}{}",
                     self.mutex_holder(pid, obj)
                         .map(|h| format!(", held by thread {h}"))
                         .unwrap_or_default()
                 ),
-                WAIT_COND => format!("waits on a condition variable (with mutex {obj:#x})"),
+                WAIT_COND => format!("waits on a condition variable (with mutex {name})"),
                 WAIT_JOIN => "waits to join a thread".to_string(),
-                WAIT_BARRIER => format!("waits at barrier {obj:#x}"),
-                WAIT_ONCE => format!("waits for another thread's initialisation ({obj:#x})"),
+                WAIT_BARRIER => format!("waits at barrier {name}"),
+                WAIT_ONCE => format!("waits for another thread's initialisation of {name}"),
                 _ => "waits".to_string(),
             };
             r.push_str(&format!("\n  thread {i} at event {e} {what}"));
@@ -598,5 +600,65 @@ impl Watchdog {
             return Some(r);
         }
         None
+    }
+}
+
+/// Names of the program's data objects, from the symbol tables of the files mapped in process
+/// `pid` (a deadlock report names `mutex_a`, not an address, when the binary has symbols).
+struct Symbols {
+    /// (start, end, name) of each object, by address in the process.
+    spans: Vec<(u64, u64, String)>,
+}
+
+impl Symbols {
+    fn of(pid: i32) -> Symbols {
+        use object::{Object, ObjectSymbol};
+        let mut spans = Vec::new();
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+        // Each file's load bias: its first mapping's start minus that mapping's file offset.
+        let mut seen = std::collections::HashSet::new();
+        for line in maps.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 6 || !f[5].starts_with('/') || !seen.insert(f[5].to_string()) {
+                continue;
+            }
+            let (Some((lo, _)), Ok(off)) = (f[0].split_once('-'), u64::from_str_radix(f[2], 16))
+            else {
+                continue;
+            };
+            let Ok(lo) = u64::from_str_radix(lo, 16) else {
+                continue;
+            };
+            let Ok(data) = std::fs::read(f[5]) else {
+                continue;
+            };
+            let Ok(file) = object::File::parse(&*data) else {
+                continue;
+            };
+            // A position-dependent executable is mapped at its own addresses.
+            let bias = if file.kind() == object::ObjectKind::Executable {
+                0
+            } else {
+                lo - off
+            };
+            for s in file.symbols() {
+                if s.kind() == object::SymbolKind::Data && s.size() > 0 {
+                    if let Ok(n) = s.name() {
+                        let a = s.address() + bias;
+                        spans.push((a, a + s.size(), n.to_string()));
+                    }
+                }
+            }
+        }
+        Symbols { spans }
+    }
+
+    /// `name` (or `name+offset`) with the address, or the address alone.
+    fn name(&self, addr: u64) -> String {
+        match self.spans.iter().find(|(a, b, _)| (*a..*b).contains(&addr)) {
+            Some((a, _, n)) if *a == addr => format!("`{n}` ({addr:#x})"),
+            Some((a, _, n)) => format!("`{n}+{}` ({addr:#x})", addr - a),
+            None => format!("{addr:#x}"),
+        }
     }
 }
