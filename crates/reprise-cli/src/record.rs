@@ -25,23 +25,33 @@ pub struct RecordOpts {
     pub no_sud: bool,
 }
 
-/// Resolve the program like execvp would.
-pub fn resolve_exe(prog: &std::ffi::OsStr) -> Result<PathBuf> {
+/// Whether `p` is a regular file someone may execute.
+fn executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Resolve the program like execvp would; Err carries the shell's status for the failure (127:
+/// not found, 126: not executable) and its message.
+pub fn resolve_exe(prog: &std::ffi::OsStr) -> std::result::Result<PathBuf, (i32, String)> {
     let p = Path::new(prog);
     if prog.as_bytes().contains(&b'/') {
         if !p.exists() {
-            bail!("{}: no such file", p.display());
+            return Err((127, format!("{}: no such file", p.display())));
+        }
+        if !executable(p) {
+            return Err((126, format!("{}: not an executable file", p.display())));
         }
         return Ok(p.to_path_buf());
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     for d in std::env::split_paths(&path) {
         let c = d.join(p);
-        if c.is_file() {
+        if executable(&c) {
             return Ok(c);
         }
     }
-    bail!("{}: command not found", p.display())
+    Err((127, format!("{}: command not found", p.display())))
 }
 
 /// Exit status of `reprise record` (and of its replay) when the program deadlocked: the
@@ -151,7 +161,14 @@ pub fn record(o: RecordOpts) -> Result<i32> {
     let Some(prog) = o.cmd.first() else {
         bail!("no program given: reprise record -- PROGRAM [ARGS...]")
     };
-    let exe = resolve_exe(prog)?;
+    let exe = match resolve_exe(prog) {
+        Ok(exe) => exe,
+        Err((status, why)) => {
+            // As a shell would: nothing was run, no trace is saved.
+            eprintln!("reprise: {why}");
+            return Ok(status);
+        }
+    };
     let name = exe
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -26,13 +26,16 @@ pub fn new_trace(name: &str) -> Result<PathBuf> {
     let d = dir()?;
     for n in 0.. {
         let p = d.join(format!("{name}-{n}.trace"));
-        if std::fs::OpenOptions::new()
+        match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&p)
-            .is_ok()
         {
-            return Ok(p);
+            Ok(_) => return Ok(p),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot create a trace in {}", d.display()))
+            }
         }
     }
     unreachable!()
