@@ -68,6 +68,10 @@ enum Cmd {
         /// Do not catch the program's other system calls with Syscall User Dispatch.
         #[arg(long)]
         no_sud: bool,
+        /// Record up to N runs and keep the first whose program fails (non-zero status, a
+        /// signal, a deadlock); the passing runs' traces are deleted. Exits with its status.
+        #[arg(long, value_name = "N")]
+        until_fail: Option<u32>,
         /// The program and its arguments.
         #[arg(trailing_var_arg = true, required = true)]
         cmd: Vec<OsString>,
@@ -136,6 +140,7 @@ fn main() {
             hash_reads,
             portable: _,
             no_sud,
+            until_fail,
             cmd,
         } => {
             let checkpoint = match verify.as_deref() {
@@ -153,6 +158,7 @@ fn main() {
                 cmd,
                 hash_reads,
                 no_sud,
+                until_fail,
             })
         }
         Cmd::Replay {

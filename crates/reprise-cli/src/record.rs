@@ -19,6 +19,8 @@ pub struct RecordOpts {
     pub checkpoint: u64,
     /// Program and arguments.
     pub cmd: Vec<std::ffi::OsString>,
+    /// Record up to this many runs and keep the first that fails.
+    pub until_fail: Option<u32>,
     /// Re-execute regular-file reads in replay (checked by hash) instead of recording them.
     pub hash_reads: bool,
     /// Turn Syscall User Dispatch off.
@@ -147,6 +149,37 @@ impl Sink for RecordSink {
 
 /// Record; returns the shell status to exit with.
 pub fn record(o: RecordOpts) -> Result<i32> {
+    let Some(n) = o.until_fail else {
+        return Ok(record_one(&o, true)?.0);
+    };
+    if n == 0 {
+        bail!("--until-fail takes a number of runs of at least 1");
+    }
+    for run in 1..=n {
+        let (status, path) = record_one(&o, false)?;
+        let Some(path) = path else {
+            return Ok(status); // nothing was run (the program cannot be executed)
+        };
+        if status != 0 {
+            if o.output.is_none() {
+                crate::tracedir::set_latest(&path);
+            }
+            eprintln!(
+                "reprise: run {run} of up to {n} failed (status {status}): trace saved to {}",
+                path.display()
+            );
+            return Ok(status);
+        }
+        std::fs::remove_file(&path)
+            .with_context(|| format!("cannot delete the passing run's trace {}", path.display()))?;
+    }
+    eprintln!("reprise: no run failed in {n} recordings (their traces are deleted)");
+    Ok(0)
+}
+
+/// Record one run; `announce`: say where the trace went and make it the latest. Returns the
+/// status `reprise record` exits with and the trace (None: nothing was run).
+fn record_one(o: &RecordOpts, announce: bool) -> Result<(i32, Option<PathBuf>)> {
     let Some(strategy_flag) = reprise_proto::strategy_flag(&o.strategy) else {
         let names: Vec<&str> = reprise_proto::STRATEGIES.iter().map(|(n, _)| *n).collect();
         bail!(
@@ -166,7 +199,7 @@ pub fn record(o: RecordOpts) -> Result<i32> {
         Err((status, why)) => {
             // As a shell would: nothing was run, no trace is saved.
             eprintln!("reprise: {why}");
-            return Ok(status);
+            return Ok((status, None));
         }
     };
     let name = exe
@@ -260,7 +293,7 @@ pub fn record(o: RecordOpts) -> Result<i32> {
         deadlock: ended.deadlock.clone(),
     };
     sink.w.finish(&footer)?;
-    if o.output.is_none() {
+    if o.output.is_none() && announce {
         crate::tracedir::set_latest(&path);
     }
     if sink.rec.frames == 0 {
@@ -268,10 +301,12 @@ pub fn record(o: RecordOpts) -> Result<i32> {
     } else if sink.rec.end.is_none() {
         eprintln!("reprise: warning: the runtime did not see the process end (killed, _exit or exec?); the trace is partial");
     }
-    eprintln!("reprise: trace saved to {}", path.display());
+    if announce {
+        eprintln!("reprise: trace saved to {}", path.display());
+    }
     if let Some(report) = &ended.deadlock {
         say_lines("", report);
-        return Ok(DEADLOCK_STATUS);
+        return Ok((DEADLOCK_STATUS, Some(path)));
     }
-    Ok(ended.exit.shell_status())
+    Ok((ended.exit.shell_status(), Some(path)))
 }

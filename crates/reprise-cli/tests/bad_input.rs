@@ -11,7 +11,10 @@ fn record(w: &Work, dir: &str, args: &[&str]) -> (i32, String) {
     let mut c = w.cmd();
     c.env("REPRISE_TRACE_DIR", dir).arg("record").args(args);
     let o = run_limited(c, Duration::from_secs(60));
-    (shell_status(&o), String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        shell_status(&o),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 fn no_trace_saved(w: &Work, err: &str) {
@@ -28,9 +31,16 @@ fn missing_program_exits_127_and_saves_nothing() {
     let traces = w.path("traces");
     let (st, err) = record(&w, traces.to_str().unwrap(), &["--", "./no-such-program"]);
     assert_eq!(st, 127, "{err}");
-    assert!(err.contains("reprise: ./no-such-program: no such file"), "{err}");
+    assert!(
+        err.contains("reprise: ./no-such-program: no such file"),
+        "{err}"
+    );
     no_trace_saved(&w, &err);
-    let (st, err) = record(&w, traces.to_str().unwrap(), &["--", "no-such-command-anywhere"]);
+    let (st, err) = record(
+        &w,
+        traces.to_str().unwrap(),
+        &["--", "no-such-command-anywhere"],
+    );
     assert_eq!(st, 127, "{err}");
     assert!(err.contains("command not found"), "{err}");
     no_trace_saved(&w, &err);
@@ -43,7 +53,10 @@ fn non_executable_file_exits_126_and_saves_nothing() {
     std::fs::write(w.path("data.txt"), "not a program\n").unwrap();
     let (st, err) = record(&w, traces.to_str().unwrap(), &["--", "./data.txt"]);
     assert_eq!(st, 126, "{err}");
-    assert!(err.contains("reprise: ./data.txt: not an executable file"), "{err}");
+    assert!(
+        err.contains("reprise: ./data.txt: not an executable file"),
+        "{err}"
+    );
     no_trace_saved(&w, &err);
 }
 
@@ -53,5 +66,8 @@ fn unwritable_trace_directory_is_an_error_not_a_hang() {
     // /proc exists and cannot hold a file: creating a trace there fails at once.
     let (st, err) = record(&w, "/proc", &["--", "/bin/true"]);
     assert_ne!(st, 0, "{err}");
-    assert!(err.contains("reprise: cannot create a trace in /proc"), "{err}");
+    assert!(
+        err.contains("reprise: cannot create a trace in /proc"),
+        "{err}"
+    );
 }

@@ -553,7 +553,13 @@ fn deadlock(compiler: &str) {
     let bin = w.build(&p, compiler);
     let mut counters = std::collections::BTreeSet::new();
     for i in 0..RECORDINGS {
-        let (r, ours) = record_with(&w, &bin, &p.args, &format!("deadlock-{i}.trace"), Input::Null);
+        let (r, ours) = record_with(
+            &w,
+            &bin,
+            &p.args,
+            &format!("deadlock-{i}.trace"),
+            Input::Null,
+        );
         let out = String::from_utf8_lossy(&r.stdout).into_owned();
         assert_eq!(r.status, 124, "recording {i}:\n{ours}");
         assert!(out.starts_with("both hold a lock; counter "), "{out}");
@@ -577,7 +583,9 @@ fn deadlock(compiler: &str) {
         let o = run_limited(c, Duration::from_secs(120));
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
-            err.contains("reprise: the replay reached the recorded deadlock: every thread is blocked"),
+            err.contains(
+                "reprise: the replay reached the recorded deadlock: every thread is blocked"
+            ),
             "{err}"
         );
         assert_eq!(shell_status(&o), 124, "{err}");
@@ -653,4 +661,64 @@ fn hundred_recordings_crash_sometimes() {
 #[test]
 fn hundred_recordings_local_static() {
     hundred_recordings("local_static");
+}
+
+/// `--until-fail N` keeps the first failing run's trace (here a crash that shows in some
+/// recordings only), deletes the passing ones, exits with the failure's status, and the kept
+/// trace replays verified to the same crash; a program that never fails leaves nothing.
+#[test]
+fn until_fail_keeps_the_first_failing_run() {
+    let p = program("crash_sometimes");
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let mut c = w.cmd();
+    c.args(["record", "--until-fail", "200", "-o", "fail.trace", "--"])
+        .arg(format!("./{bin}"))
+        .args(&p.args);
+    let o = run_limited(c, Duration::from_secs(600));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let status = shell_status(&o);
+    assert!(
+        status == 134 || status == 139,
+        "no crash caught (status {status}):\n{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "failed (status {status}): trace saved to fail.trace"
+        )),
+        "{err}"
+    );
+    let mut c = w.cmd();
+    c.arg("replay").arg("fail.trace");
+    let rep = run_limited(c, Duration::from_secs(120));
+    let rerr = String::from_utf8_lossy(&rep.stderr);
+    assert!(rerr.contains("reprise: replay verified"), "{rerr}");
+    assert_eq!(shell_status(&rep), status, "{rerr}");
+    let left: Vec<_> = std::fs::read_dir(w.dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "trace"))
+        .collect();
+    assert_eq!(left.len(), 1, "passing runs' traces were kept: {left:?}");
+
+    let q = program("addresses");
+    let bin = w.build(&q, "gcc");
+    let mut c = w.cmd();
+    c.args(["record", "--until-fail", "3", "--"])
+        .arg(format!("./{bin}"));
+    let o = run_limited(c, Duration::from_secs(120));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(shell_status(&o), 0, "{err}");
+    assert!(
+        err.contains("reprise: no run failed in 3 recordings"),
+        "{err}"
+    );
+    let kept = std::fs::read_dir(w.path("traces"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.path().extension().is_some_and(|x| x == "trace"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(kept, 0, "a passing run's trace was kept");
 }

@@ -501,7 +501,8 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
         }
         // Fast-path reads are the events no kind counted (`ownership::count_fast`).
         let counted: u64 = other.kinds.iter().sum();
-        kinds[access::kind::READ as usize] += other.events.load(Ordering::Relaxed).saturating_sub(counted);
+        kinds[access::kind::READ as usize] +=
+            other.events.load(Ordering::Relaxed).saturating_sub(counted);
         let o = FRAME_HDR + 32 + finals * 12;
         frame[o..o + 4].copy_from_slice(&tid.to_le_bytes());
         frame[o + 4..o + 12].copy_from_slice(&other.events.load(Ordering::Relaxed).to_le_bytes());

@@ -562,8 +562,7 @@ fn lock_batch(t: &Thread, idx: u32, s: u32) -> u32 {
         }
         let w = slot_word(k);
         if w.load(Ordering::Relaxed) == s
-            && w
-                .compare_exchange(s, LOCKED | t.tid, Ordering::SeqCst, Ordering::Relaxed)
+            && w.compare_exchange(s, LOCKED | t.tid, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
         {
             taken |= 1 << j;

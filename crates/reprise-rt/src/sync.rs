@@ -450,7 +450,11 @@ pub unsafe extern "C" fn reprise_cond_wait_pre(
     if model {
         crate::leap::release_held(t);
     }
-    block_begin(t, if timed == 0 { WAIT_COND } else { WAIT_NONE }, m as usize);
+    block_begin(
+        t,
+        if timed == 0 { WAIT_COND } else { WAIT_NONE },
+        m as usize,
+    );
     PRE_CALL
 }
 
@@ -808,7 +812,11 @@ pub unsafe extern "C" fn reprise_join_pre(
     } else if let Some(op) = join_op(t) {
         crate::model::blocking_begin(th, &op);
     }
-    block_begin(th, if timed == 0 { WAIT_JOIN } else { WAIT_NONE }, t as usize);
+    block_begin(
+        th,
+        if timed == 0 { WAIT_JOIN } else { WAIT_NONE },
+        t as usize,
+    );
     PRE_CALL
 }
 
