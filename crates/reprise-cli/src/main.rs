@@ -72,6 +72,11 @@ enum Cmd {
         /// signal, a deadlock); the passing runs' traces are deleted. Exits with its status.
         #[arg(long, value_name = "N")]
         until_fail: Option<u32>,
+        /// Perturb scheduling while recording (seeded random yields and short sleeps at every
+        /// access and synchronisation) so rare interleavings show more often; slower. The
+        /// trace replays exactly without it (the seed is kept in the trace header).
+        #[arg(long)]
+        chaos: bool,
         /// The program and its arguments.
         #[arg(trailing_var_arg = true, required = true)]
         cmd: Vec<OsString>,
@@ -141,6 +146,7 @@ fn main() {
             portable: _,
             no_sud,
             until_fail,
+            chaos,
             cmd,
         } => {
             let checkpoint = match verify.as_deref() {
@@ -159,6 +165,7 @@ fn main() {
                 hash_reads,
                 no_sud,
                 until_fail,
+                chaos,
             })
         }
         Cmd::Replay {

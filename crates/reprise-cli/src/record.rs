@@ -21,6 +21,8 @@ pub struct RecordOpts {
     pub cmd: Vec<std::ffi::OsString>,
     /// Record up to this many runs and keep the first that fails.
     pub until_fail: Option<u32>,
+    /// Perturb scheduling while recording (seeded random yields and sleeps at every access).
+    pub chaos: bool,
     /// Re-execute regular-file reads in replay (checked by hash) instead of recording them.
     pub hash_reads: bool,
     /// Turn Syscall User Dispatch off.
@@ -180,6 +182,15 @@ pub fn record(o: RecordOpts) -> Result<i32> {
 /// Record one run; `announce`: say where the trace went and make it the latest. Returns the
 /// status `reprise record` exits with and the trace (None: nothing was run).
 fn record_one(o: &RecordOpts, announce: bool) -> Result<(i32, Option<PathBuf>)> {
+    // A fresh seed per run (a run that fails is replayed from what it recorded, not re-run).
+    let chaos = if o.chaos {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64 | 1)
+            .unwrap_or(1)
+    } else {
+        0
+    };
     let Some(strategy_flag) = reprise_proto::strategy_flag(&o.strategy) else {
         let names: Vec<&str> = reprise_proto::STRATEGIES.iter().map(|(n, _)| *n).collect();
         bail!(
@@ -244,6 +255,7 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<(i32, Option<PathBuf>)> 
         extra: [
             ("hash_reads".to_string(), o.hash_reads.to_string()),
             ("sud".to_string(), (!o.no_sud).to_string()),
+            ("chaos_seed".to_string(), chaos.to_string()),
         ]
         .into_iter()
         .collect(),
@@ -268,7 +280,7 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<(i32, Option<PathBuf>)> 
         env: header.env.clone(),
         cwd: header.cwd.clone(),
         rlimit_stack: header.rlimit_stack,
-        config: record_config(o.checkpoint, flags),
+        config: record_config(o.checkpoint, flags, chaos),
         watchdog: None,
         forward_signals: true,
         end_signal: None,

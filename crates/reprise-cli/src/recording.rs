@@ -242,7 +242,7 @@ impl Recording {
 }
 
 /// The config of a recording run.
-pub fn record_config(checkpoint: u64, flags: u64) -> Vec<u8> {
+pub fn record_config(checkpoint: u64, flags: u64, chaos: u64) -> Vec<u8> {
     let hdr = ConfigHeader {
         magic: CONFIG_MAGIC,
         version: PROTO_VERSION,
@@ -250,6 +250,9 @@ pub fn record_config(checkpoint: u64, flags: u64) -> Vec<u8> {
         checkpoint_interval: checkpoint,
         stripes: STRIPES as u32,
         flags,
+        // Chaos: the runtime's seeded random delays (every access then takes the slow path,
+        // where a few in 256 yield or sleep), while recording.
+        jitter_seed: chaos,
         ..Default::default()
     };
     // SAFETY: ConfigHeader is repr(C) plain data.

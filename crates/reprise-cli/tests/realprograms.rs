@@ -722,3 +722,36 @@ fn until_fail_keeps_the_first_failing_run() {
         .unwrap_or(0);
     assert_eq!(kept, 0, "a passing run's trace was kept");
 }
+
+/// `--chaos` perturbs the recorded run's schedule, never its replay: racy programs recorded
+/// with it replay verified (with the same racy output), and `--until-fail --chaos` catches
+/// the rare crash.
+#[test]
+fn chaos_recordings_replay_verified() {
+    for name in ["counter_race", "check_then_act", "prodcons"] {
+        let p = program(name);
+        let w = Work::new();
+        let bin = w.build(&p, "gcc");
+        for i in 0..5 {
+            let r = record(&w, &bin, &p.args, &format!("{name}-chaos-{i}.trace"), &["--chaos"]);
+            replay_kept(&w, &r, &format!("{name}-chaos-{i}"));
+        }
+    }
+    let p = program("crash_sometimes");
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let mut c = w.cmd();
+    c.args(["record", "--chaos", "--until-fail", "200", "-o", "fail.trace", "--"])
+        .arg(format!("./{bin}"))
+        .args(&p.args);
+    let o = run_limited(c, Duration::from_secs(600));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let status = shell_status(&o);
+    assert!(status == 134 || status == 139, "no crash caught (status {status}):\n{err}");
+    let mut c = w.cmd();
+    c.arg("replay").arg("fail.trace");
+    let rep = run_limited(c, Duration::from_secs(120));
+    let rerr = String::from_utf8_lossy(&rep.stderr);
+    assert!(rerr.contains("reprise: replay verified"), "{rerr}");
+    assert_eq!(shell_status(&rep), status, "{rerr}");
+}
