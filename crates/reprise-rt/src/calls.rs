@@ -125,8 +125,11 @@ pub extern "C" fn reprise_io_replaying() -> c_int {
 
 /// A value that must be the same in replay as recorded (a result re-executed in replay, the
 /// hash of data written): recorded, and compared in replay.
+///
+/// # Safety
+/// `what` is a NUL-terminated string (the C shim passes a literal).
 #[no_mangle]
-pub extern "C" fn reprise_io_check(live: u64, what: *const core::ffi::c_char) -> u64 {
+pub unsafe extern "C" fn reprise_io_check(live: u64, what: *const core::ffi::c_char) -> u64 {
     let Some(e) = enter() else { return live };
     let t = e.t();
     access::fold_pending(t);

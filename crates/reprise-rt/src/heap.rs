@@ -286,8 +286,10 @@ pub extern "C" fn calloc(a: usize, b: usize) -> *mut c_void {
     }
     p
 }
+/// # Safety
+/// `p` is null or a block this allocator returned and not yet freed (as for libc's realloc).
 #[export_name = "reprise_realloc"]
-pub extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
+pub unsafe extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
     if p.is_null() {
         return alloc(n);
     }
@@ -312,10 +314,13 @@ pub extern "C" fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
     }
     q
 }
+/// # Safety
+/// As for [`realloc`].
 #[export_name = "reprise_reallocarray"]
-pub extern "C" fn reallocarray(p: *mut c_void, a: usize, b: usize) -> *mut c_void {
+pub unsafe extern "C" fn reallocarray(p: *mut c_void, a: usize, b: usize) -> *mut c_void {
     match a.checked_mul(b) {
-        Some(n) => realloc(p, n),
+        // SAFETY: forwarded under reallocarray's own contract (realloc's).
+        Some(n) => unsafe { realloc(p, n) },
         None => core::ptr::null_mut(),
     }
 }
