@@ -663,16 +663,16 @@ fn hundred_recordings_local_static() {
     hundred_recordings("local_static");
 }
 
-/// `--until-fail N` keeps the first failing run's trace (here a crash that shows in some
-/// recordings only), deletes the passing ones, exits with the failure's status, and the kept
-/// trace replays verified to the same crash; a program that never fails leaves nothing.
-#[test]
-fn until_fail_keeps_the_first_failing_run() {
+/// `record --until-fail 200 -o fail.trace [extra]` of crash_sometimes (gcc) in `w`: asserts a
+/// crash was caught and that its trace replays verified to the same status; returns the
+/// recorder's stderr.
+fn catch_crash(w: &Work, extra: &[&str]) -> String {
     let p = program("crash_sometimes");
-    let w = Work::new();
     let bin = w.build(&p, "gcc");
     let mut c = w.cmd();
-    c.args(["record", "--until-fail", "200", "-o", "fail.trace", "--"])
+    c.arg("record")
+        .args(extra)
+        .args(["--until-fail", "200", "-o", "fail.trace", "--"])
         .arg(format!("./{bin}"))
         .args(&p.args);
     let o = run_limited(c, Duration::from_secs(600));
@@ -694,6 +694,16 @@ fn until_fail_keeps_the_first_failing_run() {
     let rerr = String::from_utf8_lossy(&rep.stderr);
     assert!(rerr.contains("reprise: replay verified"), "{rerr}");
     assert_eq!(shell_status(&rep), status, "{rerr}");
+    err
+}
+
+/// `--until-fail N` keeps the first failing run's trace (here a crash that shows in some
+/// recordings only), deletes the passing ones, exits with the failure's status, and the kept
+/// trace replays verified to the same crash; a program that never fails leaves nothing.
+#[test]
+fn until_fail_keeps_the_first_failing_run() {
+    let w = Work::new();
+    catch_crash(&w, &[]);
     let left: Vec<_> = std::fs::read_dir(w.dir.path())
         .unwrap()
         .filter_map(|e| e.ok())
@@ -733,25 +743,15 @@ fn chaos_recordings_replay_verified() {
         let w = Work::new();
         let bin = w.build(&p, "gcc");
         for i in 0..5 {
-            let r = record(&w, &bin, &p.args, &format!("{name}-chaos-{i}.trace"), &["--chaos"]);
+            let r = record(
+                &w,
+                &bin,
+                &p.args,
+                &format!("{name}-chaos-{i}.trace"),
+                &["--chaos"],
+            );
             replay_kept(&w, &r, &format!("{name}-chaos-{i}"));
         }
     }
-    let p = program("crash_sometimes");
-    let w = Work::new();
-    let bin = w.build(&p, "gcc");
-    let mut c = w.cmd();
-    c.args(["record", "--chaos", "--until-fail", "200", "-o", "fail.trace", "--"])
-        .arg(format!("./{bin}"))
-        .args(&p.args);
-    let o = run_limited(c, Duration::from_secs(600));
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    let status = shell_status(&o);
-    assert!(status == 134 || status == 139, "no crash caught (status {status}):\n{err}");
-    let mut c = w.cmd();
-    c.arg("replay").arg("fail.trace");
-    let rep = run_limited(c, Duration::from_secs(120));
-    let rerr = String::from_utf8_lossy(&rep.stderr);
-    assert!(rerr.contains("reprise: replay verified"), "{rerr}");
-    assert_eq!(shell_status(&rep), status, "{rerr}");
+    catch_crash(&Work::new(), &["--chaos"]);
 }

@@ -304,6 +304,44 @@ fn mark_waiting(t: &Thread, on: u32) {
     st.state.store(ST_WAIT_TURN, Ordering::SeqCst);
 }
 
+/// Waiting by time: spin, and every 64 spins look at the clock; after 1 ms the thread is marked
+/// waiting for thread `x` (for the watchdog) until [`WaitClock::done`].
+#[derive(Default)]
+struct WaitClock {
+    spins: u32,
+    t0: u64,
+    marked: bool,
+}
+
+impl WaitClock {
+    /// None: spun once more. Some: the nanoseconds waited so far (every 64th call).
+    #[inline]
+    fn tick(&mut self, t: &Thread, x: u32) -> Option<u64> {
+        self.spins = self.spins.wrapping_add(1);
+        if self.spins % 64 != 0 {
+            core::hint::spin_loop();
+            return None;
+        }
+        let now = sys::now_ns();
+        if self.t0 == 0 {
+            self.t0 = now;
+        }
+        let waited = now - self.t0;
+        if waited > 1_000_000 && !self.marked {
+            mark_waiting(t, x);
+            self.marked = true;
+        }
+        Some(waited)
+    }
+
+    /// The wait is over.
+    fn done(self, t: &Thread) {
+        if self.marked {
+            mark_running(t);
+        }
+    }
+}
+
 fn mark_running(t: &Thread) {
     state::status(t.tid)
         .state
@@ -335,10 +373,8 @@ fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
         xs.mb.wake.fetch_add(1, Ordering::SeqCst);
         sys::futex_wake(&xs.mb.wake, 1);
     }
-    let mut spins = 0u32;
-    let mut marked = false;
+    let mut clock = WaitClock::default();
     let mut asked = None;
-    let mut t0 = 0u64;
     let src = loop {
         if xs.mb.ack_seq.load(Ordering::Acquire) != q0 {
             break xs.mb.ack_done.load(Ordering::Acquire);
@@ -355,21 +391,9 @@ fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
             set_free(t);
             crate::leap::park_forever(t.tid, ST_AT_END);
         }
-        spins = spins.wrapping_add(1);
-        if spins % 64 != 0 {
-            core::hint::spin_loop();
+        let Some(waited) = clock.tick(t, x) else {
             continue;
-        }
-        // Every 64 spins: how long has this taken?
-        let now = sys::now_ns();
-        if t0 == 0 {
-            t0 = now;
-        }
-        let waited = now - t0;
-        if waited > 1_000_000 && !marked {
-            mark_waiting(t, x);
-            marked = true;
-        }
+        };
         if waited > handover::SIGNAL_AFTER_NS && asked.is_none() {
             // The owner is slow to reach a safe point: ask its handler, and be woken.
             asked = Some(handover::ask(t, x, idx));
@@ -396,9 +420,7 @@ fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
     if asked.is_some() {
         handover::withdraw(t);
     }
-    if marked {
-        mark_running(t);
-    }
+    clock.done(t);
     src
 }
 
@@ -645,35 +667,20 @@ fn gate_replay(t: &mut Thread, e: u64) {
         }
         // SAFETY: x < MAX_THREADS; only atomics of the other slot are read.
         let xs = unsafe { &*state::slot(x) };
-        let mut spins = 0u32;
-        let mut marked = false;
-        let mut t0 = 0u64;
+        let mut clock = WaitClock::default();
         // Wait by time, as requesters do: spin (the source is usually running and close),
         // then yield the CPU (it may need it), then sleep briefly.
         while xs.events.load(Ordering::Acquire) <= s && xs.mb.done.load(Ordering::Acquire) < s {
-            spins = spins.wrapping_add(1);
-            if spins % 64 != 0 {
-                core::hint::spin_loop();
+            let Some(waited) = clock.tick(t, x) else {
                 continue;
-            }
-            let now = sys::now_ns();
-            if t0 == 0 {
-                t0 = now;
-            }
-            let waited = now - t0;
-            if waited > 1_000_000 && !marked {
-                mark_waiting(t, x);
-                marked = true;
-            }
+            };
             if waited > 2_000_000 {
                 sys::sleep_ns(20_000);
             } else if waited > 5_000 {
                 sys::yield_now();
             }
         }
-        if marked {
-            mark_running(t);
-        }
+        clock.done(t);
         t.next_edge += 1;
     }
 }
