@@ -580,7 +580,7 @@ impl Watchdog {
             for (i, (s, e)) in sig.iter().enumerate() {
                 let st = self.slot(i);
                 let what = match *s {
-                    ST_WAIT_TURN if st.waits_for.load(std::sync::atomic::Ordering::Relaxed) == u32::MAX - 1 => {
+                    ST_WAIT_TURN if st.waits_for.load(std::sync::atomic::Ordering::Relaxed) == reprise_proto::WAITS_FOR_MODEL => {
                         "waits for the strategy's log to allow its next event".to_string()
                     }
                     ST_WAIT_TURN => format!(

@@ -174,7 +174,7 @@ fn wait_turn(t: &Thread, s: u32) {
         if idx >= v.len() {
             let stt = state::status(t.tid);
             stt.stripe.store(s, Ordering::Relaxed);
-            stt.waits_for.store(u32::MAX, Ordering::Relaxed);
+            stt.waits_for.store(WAITS_FOR_EXHAUSTED, Ordering::Relaxed);
             stt.events
                 .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
             park_forever(t.tid, ST_AT_END);
@@ -369,6 +369,6 @@ pub fn access(t: &mut Thread, addr: usize, size: usize, k: u64) {
         crate::access::count_event(t, s as u64, pos, k);
     } else {
         let h = take_ranges(t, &[(addr, last)]);
-        crate::access::count_event(t, 0xffff, h, crate::access::kind::RANGE);
+        crate::access::count_event(t, RANGE_STRIPE, h, crate::access::kind::RANGE);
     }
 }

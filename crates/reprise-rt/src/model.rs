@@ -183,7 +183,7 @@ fn wait_may(t: &Thread, op: &Op) {
             let st = state::status(t.tid);
             st.events
                 .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
-            st.waits_for.store(u32::MAX - 1, Ordering::Relaxed);
+            st.waits_for.store(WAITS_FOR_MODEL, Ordering::Relaxed);
             st.state.store(ST_WAIT_TURN, Ordering::SeqCst);
             waited = true;
         }

@@ -364,7 +364,7 @@ fn ranged(dst: usize, src: usize, n: usize) {
             } else {
                 leap::take_ranges(t, &[d])
             };
-            access::count_event(t, 0xffff, h, kind::RANGE);
+            access::count_event(t, reprise_proto::RANGE_STRIPE, h, kind::RANGE);
         }
     }
     t.pending_addr = dst;

@@ -1,0 +1,185 @@
+//! The config memfd's layout (launcher -> runtime), its flags, the strategy table, and how the
+//! process ended.
+
+#[allow(unused_imports)] // doc links
+use crate::{CONFIG_MAGIC, PROTO_VERSION, R_EDGE, STRIPES};
+
+/// Mode the runtime runs in.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Record a new trace.
+    Record = 1,
+    /// Replay the schedule in the config and re-record it.
+    Replay = 2,
+}
+
+/// Start of the config memfd. All offsets are from the start of the mapping.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConfigHeader {
+    /// [`CONFIG_MAGIC`].
+    pub magic: u64,
+    /// [`PROTO_VERSION`].
+    pub version: u32,
+    /// [`Mode`] as u32.
+    pub mode: u32,
+    /// Digest checkpoint every this many events per thread (>= 1).
+    pub checkpoint_interval: u64,
+    /// Seed of replay jitter (random delays at callbacks); 0 = none.
+    pub jitter_seed: u64,
+    /// Flags: [`FLAG_HASH_READS`].
+    pub flags: u64,
+    /// Number of stripes; must equal [`STRIPES`].
+    pub stripes: u32,
+    /// Number of threads in the recording (replay only).
+    pub nthreads: u32,
+    /// Offset of `[StripeIndex; STRIPES]` (replay only).
+    pub stripe_index_off: u64,
+    /// Offset of `[ThreadIndex; nthreads]` (replay only).
+    pub thread_index_off: u64,
+    /// The recorded end of the process (replay only).
+    pub end: ProcessEnd,
+    /// Offset of the model strategy's recorded log (JSON), replay of aggreplay/tplay only.
+    pub model_off: u64,
+    /// Its length.
+    pub model_len: u64,
+}
+
+/// Config flag: regular-file reads are re-executed in replay and checked by hash, instead of
+/// recorded (smaller traces; the files must be unchanged at replay).
+pub const FLAG_HASH_READS: u64 = 1;
+/// Config flag: the strategy is AggrePlay (seed 000), run as a model on real threads.
+pub const FLAG_AGGREPLAY: u64 = 4;
+/// Config flag: the strategy is TPLAY (seed 003), run as a model on real threads.
+pub const FLAG_TPLAY: u64 = 8;
+/// Config flag: the strategy is `ownership` (record only when a granule changes owner; the
+/// log is per-thread edges, [`R_EDGE`]).
+pub const FLAG_OWNERSHIP: u64 = 16;
+/// Flags that select a model strategy (run through the reprise-core models, with a model log).
+pub const FLAGS_MODEL: u64 = FLAG_AGGREPLAY | FLAG_TPLAY;
+
+/// The strategies, by `--strategy` name, with the config flag that selects each in the runtime
+/// (LEAP is the absence of a strategy flag). The one place that maps names to flags.
+pub const STRATEGIES: &[(&str, u64)] = &[
+    ("ownership", FLAG_OWNERSHIP),
+    ("leap", 0),
+    ("aggreplay", FLAG_AGGREPLAY),
+    ("tplay", FLAG_TPLAY),
+];
+
+/// The config flag of strategy `name`, or None when there is no such strategy.
+pub fn strategy_flag(name: &str) -> Option<u64> {
+    STRATEGIES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+/// Config flag: do not catch system calls with Syscall User Dispatch (for measuring its cost).
+pub const FLAG_NO_SUD: u64 = 2;
+
+/// Where one stripe's access vector lives in the config memfd.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StripeIndex {
+    /// Offset of `[VecEntry; len]`.
+    pub off: u64,
+    /// Number of run-length entries.
+    pub len: u64,
+}
+
+/// One run of an access vector: `count` consecutive accesses by thread `tid` (LEAP 4.2).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VecEntry {
+    /// Deterministic thread id.
+    pub tid: u32,
+    /// Run length (>= 1).
+    pub count: u32,
+}
+
+/// Where one thread's recorded records live in the config memfd.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ThreadIndex {
+    /// Offset of `[Pair; results_len]`: (event, value) of each recorded result.
+    pub results_off: u64,
+    /// Number of results.
+    pub results_len: u64,
+    /// Offset of `[Pair; digests_len]`: (event, digest) checkpoints.
+    pub digests_off: u64,
+    /// Number of digests.
+    pub digests_len: u64,
+    /// Offset of the thread's input data: records of `u64 event, u32 len, bytes`.
+    pub data_off: u64,
+    /// Bytes of input data.
+    pub data_len: u64,
+    /// Offset of `[Pair; signals_len]`: (runtime entry, signal number) deliveries.
+    pub signals_off: u64,
+    /// Number of signal deliveries.
+    pub signals_len: u64,
+    /// Events the thread had performed when the recording ended.
+    pub final_events: u64,
+    /// Offset of `[Pair; edges_len]`: the thread's incoming ownership edges, sorted by event
+    /// (`event` = the thread's event, `value` = [`edge_source`] packed source).
+    pub edges_off: u64,
+    /// Number of edges.
+    pub edges_len: u64,
+}
+
+/// Bits of an edge's source event count ([`R_EDGE`] packs `source tid << 48 | source events`).
+pub const EDGE_EVENT_BITS: u32 = 48;
+
+/// Pack an ownership edge's source: thread `tid` had completed `events` events.
+pub const fn edge_source(tid: u32, events: u64) -> u64 {
+    ((tid as u64) << EDGE_EVENT_BITS) | (events & ((1 << EDGE_EVENT_BITS) - 1))
+}
+
+/// Unpack an edge source into (thread, completed events).
+pub const fn edge_source_parts(v: u64) -> (u32, u64) {
+    (
+        (v >> EDGE_EVENT_BITS) as u32,
+        v & ((1 << EDGE_EVENT_BITS) - 1),
+    )
+}
+
+/// An (event index, value) pair.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pair {
+    /// Event index in the thread.
+    pub event: u64,
+    /// Value (a result, or a digest).
+    pub value: u64,
+}
+
+/// How the process ended, as the runtime saw it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessEnd {
+    /// 0 unknown, 1 exit, 2 fault (synchronous signal), 3 a terminating signal from outside.
+    pub kind: u32,
+    /// Thread that ended the process ([`END_TID_NONE`]: none, the process was killed from
+    /// outside while its threads were where the final event counts say).
+    pub tid: u32,
+    /// That thread's event count.
+    pub event: u64,
+    /// Exit code, or signal number.
+    pub code: i32,
+    /// `si_code` of a fault.
+    pub si_code: i32,
+    /// Faulting address.
+    pub addr: u64,
+}
+
+/// [`ProcessEnd::kind`]: unknown (the runtime never saw the end).
+pub const END_UNKNOWN: u32 = 0;
+/// [`ProcessEnd::kind`]: `exit()` or return from main.
+pub const END_EXIT: u32 = 1;
+/// [`ProcessEnd::kind`]: a fault or abort.
+pub const END_FAULT: u32 = 2;
+/// [`ProcessEnd::kind`]: a terminating signal (SIGINT, SIGTERM, SIGHUP) the program does not
+/// handle, sent from outside; `code` is the signal. With [`END_TID_NONE`] the process was ended
+/// wherever its threads were (replay sends the signal once every thread reached its recorded
+/// final event count); otherwise at that thread's runtime entry (a recorded delivery).
+pub const END_SIGNAL: u32 = 3;
+/// [`ProcessEnd::tid`] of an end that belongs to no thread.
+pub const END_TID_NONE: u32 = u32::MAX;

@@ -1,0 +1,151 @@
+//! Frames on the event channel (runtime -> launcher) and the per-thread records inside them.
+
+#[cfg(feature = "std")]
+use crate::config::{Pair, ProcessEnd, VecEntry};
+#[allow(unused_imports)] // doc links
+#[cfg(feature = "std")]
+use crate::{decode_frames, edge_source};
+
+/// Frame tag: a piece of one stripe's access vector: `u32 stripe, (u32 tid, u32 count)*`.
+pub const F_STRIPE: u8 = 1;
+/// Frame tag: records of one thread: `u32 tid`, then [`Record`]s.
+pub const F_THREAD: u8 = 2;
+/// Frame tag: the process end ([`ProcessEnd`] as raw bytes) plus `(u32 tid, u64 events)*`.
+pub const F_END: u8 = 3;
+/// Frame tag: replay divergence: `u32 tid, u64 event`, UTF-8 message.
+pub const F_DIVERGE: u8 = 4;
+/// Frame tag: system calls caught by Syscall User Dispatch: `(u32 number, u32 count)*`.
+pub const F_STATS: u8 = 5;
+/// Frame tag: a piece of a model strategy's log (JSON bytes, concatenated in order).
+pub const F_MODEL: u8 = 6;
+/// Frame tag: events per kind over all threads, [`KINDS`] `u64` counts indexed by [`kind`];
+/// sent once at the process end.
+pub const F_KINDS: u8 = 7;
+/// Number of event kinds counted in [`F_KINDS`].
+pub const KINDS: usize = 16;
+
+/// Event kinds: folded into the runtime's digests and indices of the [`F_KINDS`] counts.
+pub mod kind {
+    /// Plain read.
+    pub const READ: u64 = 1;
+    /// Plain write.
+    pub const WRITE: u64 = 2;
+    /// Atomic operation.
+    pub const ATOMIC: u64 = 3;
+    /// Mutex / rwlock / spinlock acquisition.
+    pub const LOCK: u64 = 4;
+    /// Condition-variable re-acquisition of its mutex.
+    pub const COND: u64 = 5;
+    /// Semaphore operation.
+    pub const SEM: u64 = 6;
+    /// Thread creation.
+    pub const CREATE: u64 = 7;
+    /// pthread_once.
+    pub const ONCE: u64 = 8;
+    /// Ranged access (memcpy, memset, struct copies).
+    pub const RANGE: u64 = 9;
+    /// stdio stream or libc RNG call.
+    pub const STDIO: u64 = 10;
+    /// Thread join.
+    pub const JOIN: u64 = 11;
+}
+
+/// Record tag in an [`F_THREAD`] frame: thread start, `u32 parent, u32 nth` (8 bytes).
+pub const R_START: u8 = 1;
+/// Record tag: a nondeterministic result, `u64 event, u64 value` (16 bytes).
+pub const R_RESULT: u8 = 2;
+/// Record tag: a digest checkpoint, `u64 event, u64 digest` (16 bytes).
+pub const R_DIGEST: u8 = 3;
+/// Record tag: input data, `u64 event, u32 len`, then `len` bytes (variable size).
+pub const R_DATA: u8 = 4;
+/// Record tag: an asynchronous signal delivered at runtime entry `u64`, number `u64` (16 bytes).
+pub const R_SIGNAL: u8 = 5;
+/// Record tag: an ownership edge, `u64 event` (this thread's), `u64 source` ([`edge_source`]):
+/// the thread's event `event` happened after the source thread completed its events up to the
+/// source count (16 bytes).
+pub const R_EDGE: u8 = 6;
+/// Largest payload of one [`R_DATA`] record; longer inputs are split.
+pub const DATA_MAX: usize = 8192;
+
+/// Frame header: `u32 len` (of tag + payload), `u8 tag`.
+pub const FRAME_HDR: usize = 5;
+
+/// Write a frame header for a payload of `payload_len` bytes into `buf[..5]`.
+pub fn put_frame_header(buf: &mut [u8], tag: u8, payload_len: usize) {
+    buf[..4].copy_from_slice(&((payload_len + 1) as u32).to_le_bytes());
+    buf[4] = tag;
+}
+
+/// Payload size of a thread record with tag `t` (excluding the tag byte), or None.
+pub fn record_size(t: u8) -> Option<usize> {
+    match t {
+        R_START => Some(8),
+        R_RESULT | R_DIGEST | R_SIGNAL | R_EDGE => Some(16),
+        _ => None,
+    }
+}
+
+/// A decoded frame (launcher side).
+#[cfg(feature = "std")]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frame {
+    /// Part of a stripe's access vector.
+    Stripe {
+        /// Stripe id.
+        stripe: u32,
+        /// Runs in order.
+        entries: Vec<VecEntry>,
+    },
+    /// Records of one thread.
+    Thread {
+        /// Deterministic thread id.
+        tid: u32,
+        /// Records in order.
+        records: Vec<Record>,
+    },
+    /// End of the process.
+    End {
+        /// How it ended.
+        end: ProcessEnd,
+        /// Every thread's final event count.
+        finals: Vec<(u32, u64)>,
+    },
+    /// System calls caught by Syscall User Dispatch, (number, count).
+    Stats(Vec<(u32, u32)>),
+    /// A piece of a model strategy's log.
+    Model(Vec<u8>),
+    /// Events per kind, summed over threads.
+    Kinds([u64; KINDS]),
+    /// Divergence seen by the runtime during replay.
+    Diverge {
+        /// Thread.
+        tid: u32,
+        /// Event index.
+        event: u64,
+        /// What differed.
+        message: String,
+    },
+}
+
+/// A per-thread record.
+#[cfg(feature = "std")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    /// Thread start with its creator and birth order.
+    Start {
+        /// Parent's deterministic id.
+        parent: u32,
+        /// This thread is the parent's nth child.
+        nth: u32,
+    },
+    /// A nondeterministic result.
+    Result(Pair),
+    /// A digest checkpoint.
+    Digest(Pair),
+    /// Input data read by the thread at an event.
+    Data(u64, Vec<u8>),
+    /// An asynchronous signal delivered at a runtime entry (entry index, signal).
+    Signal(Pair),
+    /// An ownership edge (this thread's event, packed source).
+    Edge(Pair),
+}
