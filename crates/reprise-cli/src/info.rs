@@ -24,7 +24,14 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
         h.strategy, h.checkpoint_interval
     );
     if s.is_complete() {
-        if let Ok((_, rec, out, err, footer)) = crate::replay::load(&path) {
+        if let Ok(crate::replay::Loaded {
+            rec,
+            stdout: out,
+            stderr: err,
+            footer,
+            ..
+        }) = crate::replay::load(&path)
+        {
             if h.strategy == "ownership" {
                 println!(
                     "threads: {}   events: {}   ownership edges: {}",

@@ -9,6 +9,7 @@ mod bench;
 mod cc;
 mod info;
 mod launch;
+mod options;
 mod record;
 mod recording;
 mod replay;
@@ -50,14 +51,14 @@ enum Cmd {
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// Recording strategy: ownership (the default: records only when a variable changes owner), leap, aggreplay or tplay.
-        #[arg(long, default_value = "ownership")]
-        strategy: String,
+        #[arg(long, value_enum, default_value_t = options::Strategy::Ownership)]
+        strategy: options::Strategy,
         /// Digest checkpoint every N events per thread (1 = verify every event).
         #[arg(long, default_value_t = 4096)]
         checkpoint: u64,
         /// `full` checkpoints every event (same as --checkpoint 1).
-        #[arg(long)]
-        verify: Option<String>,
+        #[arg(long, value_enum)]
+        verify: Option<options::Verify>,
         /// Re-execute regular-file reads in replay, checked by hash, instead of recording their
         /// data (smaller traces; replay fails clearly if a file changed).
         #[arg(long, conflicts_with = "portable")]
@@ -106,8 +107,8 @@ enum Cmd {
         #[arg(long, value_delimiter = ',')]
         programs: Vec<String>,
         /// Strategies to record with, comma-separated (default: every strategy, ownership, leap, aggreplay and tplay; ownership with --quick).
-        #[arg(long, value_delimiter = ',')]
-        strategies: Vec<String>,
+        #[arg(long, value_enum, value_delimiter = ',')]
+        strategies: Vec<options::Strategy>,
         /// Runs per configuration; tables show medians (default 5, 1 with --quick).
         #[arg(long)]
         runs: Option<usize>,
@@ -149,13 +150,9 @@ fn main() {
             chaos,
             cmd,
         } => {
-            let checkpoint = match verify.as_deref() {
-                Some("full") => 1,
-                Some("default") | None => checkpoint,
-                Some(v) => {
-                    eprintln!("reprise: --verify takes `full` or `default`, not `{v}`");
-                    std::process::exit(2);
-                }
+            let checkpoint = match verify {
+                Some(options::Verify::Full) => 1,
+                Some(options::Verify::Default) | None => checkpoint,
             };
             record::record(record::RecordOpts {
                 output,
@@ -189,7 +186,7 @@ fn main() {
             timeout,
         } => bench::run(bench::BenchOpts {
             programs,
-            strategies,
+            strategies: strategies.iter().map(|s| s.name().to_string()).collect(),
             runs,
             threads,
             out,

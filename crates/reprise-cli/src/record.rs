@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 pub struct RecordOpts {
     /// Output path, or the default directory.
     pub output: Option<PathBuf>,
-    /// Strategy name.
-    pub strategy: String,
+    /// Recording strategy.
+    pub strategy: crate::options::Strategy,
     /// Digest checkpoint interval.
     pub checkpoint: u64,
     /// Program and arguments.
@@ -191,14 +191,6 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<(i32, Option<PathBuf>)> 
     } else {
         0
     };
-    let Some(strategy_flag) = reprise_proto::strategy_flag(&o.strategy) else {
-        let names: Vec<&str> = reprise_proto::STRATEGIES.iter().map(|(n, _)| *n).collect();
-        bail!(
-            "unknown strategy `{}` (available: {})",
-            o.strategy,
-            names.join(", ")
-        );
-    };
     if o.checkpoint == 0 {
         bail!("--checkpoint must be at least 1");
     }
@@ -239,7 +231,7 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<(i32, Option<PathBuf>)> 
     let header = Header {
         format_version: reprise_trace::TRACE_VERSION,
         runtime_version: env!("CARGO_PKG_VERSION").into(),
-        strategy: o.strategy.clone(),
+        strategy: o.strategy.name().to_string(),
         exe_path: exe.as_os_str().as_bytes().to_vec(),
         exe_hash: exe_hash(&exe)?,
         argv: o.cmd.iter().map(|a| a.as_bytes().to_vec()).collect(),
@@ -263,7 +255,7 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<(i32, Option<PathBuf>)> 
     let f = std::fs::File::create(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     let w = TraceWriter::new(BufWriter::new(f), &header)?;
-    let flags = strategy_flag
+    let flags = o.strategy.flag()
         | if o.hash_reads {
             reprise_proto::FLAG_HASH_READS
         } else {

@@ -62,16 +62,22 @@ impl Sink for ReplaySink {
     }
 }
 
+/// A trace read whole ([`load`]).
+pub struct Loaded {
+    /// The header: program, arguments, environment, strategy.
+    pub header: reprise_trace::Header,
+    /// The decoded events.
+    pub rec: Recording,
+    /// The program's recorded stdout.
+    pub stdout: Vec<u8>,
+    /// The program's recorded stderr.
+    pub stderr: Vec<u8>,
+    /// The footer: how the recording ended.
+    pub footer: reprise_trace::Footer,
+}
+
 /// Load a trace fully: header, decoded recording, outputs, footer.
-pub fn load(
-    path: &std::path::Path,
-) -> Result<(
-    reprise_trace::Header,
-    Recording,
-    Vec<u8>,
-    Vec<u8>,
-    reprise_trace::Footer,
-)> {
+pub fn load(path: &std::path::Path) -> Result<Loaded> {
     let reader = TraceReader::open(path).map_err(|e| Fail(format!("{}: {e}", path.display())))?;
     let (header, chunks, footer) = reader
         .read_all()
@@ -86,13 +92,25 @@ pub fn load(
     }
     let rec = Recording::from_bytes(&ev)
         .map_err(|e| Fail(format!("{}: events are corrupt: {e}", path.display())))?;
-    Ok((header, rec, out, err, footer))
+    Ok(Loaded {
+        header,
+        rec,
+        stdout: out,
+        stderr: err,
+        footer,
+    })
 }
 
 /// Replay; returns the shell status to exit with.
 pub fn replay(o: ReplayOpts) -> Result<i32> {
     let path = crate::tracedir::resolve(o.trace.clone())?;
-    let (header, rec, out, err, footer) = load(&path)?;
+    let Loaded {
+        header,
+        rec,
+        stdout: out,
+        stderr: err,
+        footer,
+    } = load(&path)?;
     if rec.frames == 0 {
         return fail(
             "the trace holds no runtime events: the program was not built with `reprise cc`",
