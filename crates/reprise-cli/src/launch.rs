@@ -460,7 +460,7 @@ impl Watchdog {
                 )
             })
             .collect();
-        let live: Vec<(usize, &(u32, u32, u64, u64))> = sig
+        let live: Vec<(usize, &_)> = sig
             .iter()
             .enumerate()
             .filter(|(_, (s, ..))| *s != ST_NONE && *s != ST_EXITED)

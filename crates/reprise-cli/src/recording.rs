@@ -205,7 +205,7 @@ impl Recording {
                 data.extend_from_slice(b);
             }
             ti.data_len = (data_off + data.len()) as u64 - ti.data_off;
-            while data.len() % 8 != 0 {
+            while !data.len().is_multiple_of(8) {
                 data.push(0);
             }
             ti.final_events = finals.get(&t).copied().unwrap_or(0);
