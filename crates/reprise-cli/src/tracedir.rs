@@ -24,7 +24,24 @@ pub fn dir() -> Result<PathBuf> {
 /// A fresh trace path for a program named `name`.
 pub fn new_trace(name: &str) -> Result<PathBuf> {
     let d = dir()?;
-    for n in 0.. {
+    // Start past the highest number in use: one directory listing instead of one failed
+    // create per earlier recording (a `--until-fail` loop makes hundreds).
+    let prefix = format!("{name}-");
+    let first = std::fs::read_dir(&d)
+        .map(|rd| {
+            rd.filter_map(|e| {
+                let f = e.ok()?.file_name();
+                let f = f.to_str()?;
+                f.strip_prefix(&prefix)?
+                    .strip_suffix(".trace")?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max()
+            .map_or(0, |m| m + 1)
+        })
+        .unwrap_or(0);
+    for n in first.. {
         let p = d.join(format!("{name}-{n}.trace"));
         match std::fs::OpenOptions::new()
             .write(true)

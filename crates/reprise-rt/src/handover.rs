@@ -60,6 +60,21 @@ pub fn pend_done(t: &Thread) {
 
 /// Install the handler (record under ownership).
 pub fn install() {
+    // The steal's process-wide barrier (below) needs this registration once; without it (old
+    // kernels) requesters wait for answers and signals as before.
+    // SAFETY: membarrier with constant arguments touches no memory of ours.
+    let r = unsafe {
+        sys::syscall6(
+            libc::SYS_membarrier,
+            MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+            0,
+            0,
+            0,
+            0,
+            0,
+        )
+    };
+    MEMBARRIER.store(r == 0, Ordering::Release);
     // SAFETY: a zeroed sigaction with our handler, restarting interrupted calls, is valid.
     unsafe {
         let mut sa: libc::sigaction = core::mem::zeroed();
@@ -72,6 +87,71 @@ pub fn install() {
 }
 
 static INSTALLED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+static MEMBARRIER: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: u64 = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: u64 = 1 << 4;
+
+/// Nanoseconds a requester waits for an answer before it tries [`steal`]: an owner running
+/// instrumented code answers well within this; one that is not running (preempted on an
+/// oversubscribed machine) never would until the scheduler runs it again.
+pub const STEAL_AFTER_NS: u64 = 4_000;
+/// Nanoseconds between two attempts of [`steal`] (each costs a barrier: about 0.2 us when no
+/// other thread of the process runs, 8 us when one does, an inter-processor interrupt in a VM).
+pub const STEAL_EVERY_NS: u64 = 50_000;
+
+/// Take the granule window of shadow slot `idx` from owner `x` without its answer: the
+/// asymmetric half of a Dekker handshake, with `membarrier` as the owner's fence.
+///
+/// The requester has locked the window (`LOCKED`, a sequentially consistent CAS) before. The
+/// barrier makes every thread of the process that is running execute a full fence (a thread
+/// not running passed one when it was switched out). So every shadow load the owner makes after
+/// the barrier sees the lock and takes the slow path, and every `pend` store the owner made
+/// before it is visible now. The owner's plain-access callbacks store `pend` before their shadow
+/// load, so the `pend` read after the barrier names an event at least as late as the last one
+/// whose shadow load preceded it. Stores leave a CPU in program order, so every access before
+/// that event is complete; that event's own access is the only one that may be pending. If it
+/// lies outside the requested window, the owner has nothing in flight on the window: the
+/// source is the event before it. Refused (None) when the owner's pending access may touch the
+/// window, when a ranged access may be pending (`PEND_ALL`), or when the last callback was an
+/// atomic operation (`PEND_NONE` carries no event; the owner answers soon anyway).
+pub fn steal(x: &Thread, idx: u32) -> Option<u64> {
+    if !MEMBARRIER.load(Ordering::Relaxed) {
+        return None;
+    }
+    // SAFETY: membarrier with constant arguments touches no memory of ours.
+    let r = unsafe {
+        sys::syscall6(
+            libc::SYS_membarrier,
+            MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+            0,
+            0,
+            0,
+            0,
+            0,
+        )
+    };
+    if r != 0 {
+        return None;
+    }
+    let p = x.pend.load(Ordering::Acquire);
+    let ev = x.events.load(Ordering::Acquire);
+    if p == PEND_ALL || p == PEND_NONE {
+        return None;
+    }
+    let shift = crate::ownership::BATCH_SHIFT;
+    if (p & 0xffff_ffff) >> shift == idx as u64 >> shift {
+        return None;
+    }
+    // `pend` keeps the low 32 bits of its event, which is at most one past the count read
+    // after it (the callback stores `pend` before it counts) and never 2^31 behind it.
+    let pe = (p >> 32) as u32;
+    let lag = ((ev + 1) as u32).wrapping_sub(pe) as u64;
+    if lag > ev + 1 || lag >= 1 << 31 {
+        return None;
+    }
+    let event = ev + 1 - lag;
+    Some(event.saturating_sub(1))
+}
 
 /// Whether this run uses the handover signal.
 pub fn installed() -> bool {

@@ -375,6 +375,7 @@ fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
     }
     let mut clock = WaitClock::default();
     let mut asked = None;
+    let mut next_steal = handover::STEAL_AFTER_NS;
     let src = loop {
         if xs.mb.ack_seq.load(Ordering::Acquire) != q0 {
             break xs.mb.ack_done.load(Ordering::Acquire);
@@ -394,6 +395,13 @@ fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
         let Some(waited) = clock.tick(t, x) else {
             continue;
         };
+        if waited >= next_steal {
+            // The owner is slow to answer (perhaps not running at all): look for itself.
+            if let Some(src) = handover::steal(xs, idx) {
+                break src;
+            }
+            next_steal = waited + handover::STEAL_EVERY_NS;
+        }
         if waited > handover::SIGNAL_AFTER_NS && asked.is_none() {
             // The owner is slow to reach a safe point: ask its handler, and be woken.
             asked = Some(handover::ask(t, x, idx));

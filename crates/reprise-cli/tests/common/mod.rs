@@ -157,7 +157,34 @@ pub struct Recorded {
 }
 
 pub fn record(w: &Work, bin: &str, args: &[String], trace: &str, extra: &[&str]) -> Recorded {
-    let mut c = w.cmd();
+    record_with(w, w.cmd(), bin, args, trace, extra)
+}
+
+/// [`record`] with every thread of the recording on CPU 0 (`taskset -c 0`): each thread runs
+/// only while the others are preempted.
+pub fn record_on_one_cpu(
+    w: &Work,
+    bin: &str,
+    args: &[String],
+    trace: &str,
+    extra: &[&str],
+) -> Recorded {
+    let mut c = Command::new("taskset");
+    c.current_dir(w.dir.path())
+        .env("REPRISE_TRACE_DIR", w.path("traces"))
+        .args(["-c", "0"])
+        .arg(reprise());
+    record_with(w, c, bin, args, trace, extra)
+}
+
+fn record_with(
+    w: &Work,
+    mut c: Command,
+    bin: &str,
+    args: &[String],
+    trace: &str,
+    extra: &[&str],
+) -> Recorded {
     let t = w.path(trace);
     c.arg("record")
         .arg("-o")
