@@ -20,6 +20,7 @@ pub struct TraceWriter<W: Write> {
     next_index: u64,
     raw_bytes: u64,
     poisoned: bool,
+    zstd: Option<zstd::bulk::Compressor<'static>>,
 }
 
 impl<W: Write> TraceWriter<W> {
@@ -49,6 +50,7 @@ impl<W: Write> TraceWriter<W> {
             next_index: 0,
             raw_bytes: 0,
             poisoned: false,
+            zstd: None,
         })
     }
 
@@ -93,7 +95,12 @@ impl<W: Write> TraceWriter<W> {
                 max: MAX_CHUNK_LEN as u64,
             });
         }
-        let comp = zstd::bulk::compress(raw, ZSTD_LEVEL)?;
+        // One compression context for the whole trace: a fresh one per chunk costs its tables'
+        // allocation and first touch every time (about a thousand page faults).
+        if self.zstd.is_none() {
+            self.zstd = Some(zstd::bulk::Compressor::new(ZSTD_LEVEL)?);
+        }
+        let comp = self.zstd.as_mut().expect("set above").compress(raw)?;
         if comp.len() > MAX_CHUNK_LEN as usize {
             return Err(TraceError::ChunkTooLarge {
                 len: comp.len() as u64,
