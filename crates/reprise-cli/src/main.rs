@@ -12,8 +12,10 @@ mod launch;
 mod record;
 mod recording;
 mod replay;
+mod sym;
 mod tracedir;
 mod verify;
+mod view;
 
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
@@ -100,6 +102,15 @@ enum Cmd {
         #[arg(long)]
         records: bool,
     },
+    /// Write a trace's timeline as Chrome trace-event JSON (open in ui.perfetto.dev or
+    /// chrome://tracing): one track per thread, time = each thread's event index.
+    View {
+        /// Trace file.
+        trace: Option<PathBuf>,
+        /// JSON file to write.
+        #[arg(short, long, default_value = "reprise-timeline.json")]
+        output: PathBuf,
+    },
     /// Benchmark native, floor, tsan, record and replay on the suite and bug programs.
     Bench {
         /// Programs to run, comma-separated (default: the suite and the bug programs of bench/programs/bugs.txt; with --quick: histogram,counter_race,prodcons).
@@ -178,6 +189,7 @@ fn main() {
             timeout: timeout.map(std::time::Duration::from_secs),
         }),
         Cmd::Info { trace, records } => info::info(trace, records),
+        Cmd::View { trace, output } => view::view(trace, output),
         Cmd::Bench {
             programs,
             strategies,

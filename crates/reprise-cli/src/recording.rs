@@ -44,6 +44,8 @@ pub struct Recording {
     pub model_log: Vec<u8>,
     /// Events per kind (`reprise_proto::F_KINDS`), when the end was recorded.
     pub kinds: Option<[u64; KINDS]>,
+    /// Code address of the faulting instruction, when the process ended by a fault.
+    pub fault_pc: Option<u64>,
 }
 
 impl Recording {
