@@ -1,6 +1,7 @@
 //! `reprise info`: what a trace holds and how much of it is intact.
 
 use anyhow::Result;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 /// Print a summary of the trace.
@@ -49,8 +50,20 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
                 footer.wall_ns as f64 / 1e9
             );
             if let Some((end, _)) = &rec.end {
+                let mut fault = String::new();
+                if end.kind == reprise_proto::END_FAULT {
+                    fault = format!(": signal {} at address {:#x}", end.code, end.addr);
+                    let exe = std::path::Path::new(std::ffi::OsStr::from_bytes(&h.exe_path));
+                    if let Some(at) = rec
+                        .fault_stack
+                        .as_ref()
+                        .and_then(|(_, pcs)| crate::sym::stack_place(exe, pcs, true))
+                    {
+                        fault.push_str(&format!(", in code at {at}"));
+                    }
+                }
                 println!(
-                    "end: {} in thread {} at event {}",
+                    "end: {} in thread {} at event {}{fault}",
                     crate::verify::end_kind(end.kind),
                     end.tid,
                     end.event

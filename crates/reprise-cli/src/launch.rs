@@ -359,7 +359,7 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
             }
             let sent_long_ago = end_sent.is_none_or(|t| t.elapsed() > Duration::from_secs(5));
             if exit.is_none() && stuck.is_none() && sent_long_ago {
-                if let Some(report) = wd.check() {
+                if let Some(report) = wd.check(pid) {
                     stuck = Some(report);
                     // SAFETY: killing our own child.
                     unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -479,6 +479,7 @@ impl Watchdog {
         }
         let mut r = String::from("deadlock: every thread is blocked, waiting for another");
         let names = Symbols::of(pid);
+        let sym = crate::sym::Symbolizer::new(std::path::Path::new(&format!("/proc/{pid}/exe")));
         for (i, &(_, on, e, obj)) in live {
             let name = names.name(obj);
             let what = match on {
@@ -494,7 +495,13 @@ impl Watchdog {
                 WAIT_ONCE => format!("waits for another thread's initialisation of {name}"),
                 _ => "waits".to_string(),
             };
-            r.push_str(&format!("\n  thread {i} at event {e} {what}"));
+            let ktid = self.slot(i).ktid.load(Relaxed);
+            let at = sym
+                .as_ref()
+                .and_then(|sym| crate::sym::blocked_call_site(sym, pid, ktid))
+                .map(|(pc, p)| format!(", called at {pc:#x} ({p})"))
+                .unwrap_or_default();
+            r.push_str(&format!("\n  thread {i} at event {e} {what}{at}"));
         }
         Some(r)
     }
@@ -540,7 +547,7 @@ impl Watchdog {
         unsafe { &*(self.base.add(status_slot_off(i)) as *const ThreadStatus) }
     }
 
-    fn check(&mut self) -> Option<String> {
+    fn check(&mut self, pid: i32) -> Option<String> {
         let timeout = self.timeout?;
         // SAFETY: the header is at the start of the region.
         let hdr = unsafe { &*(self.base as *const StatusHeader) };
@@ -577,6 +584,7 @@ impl Watchdog {
             } else {
                 "replay made no progress within the timeout"
             });
+            let sym = crate::sym::Symbolizer::new(std::path::Path::new(&format!("/proc/{pid}/exe")));
             for (i, (s, e)) in sig.iter().enumerate() {
                 let st = self.slot(i);
                 let what = match *s {
@@ -595,7 +603,14 @@ impl Watchdog {
                     ST_RUNNING => "is running".to_string(),
                     _ => continue,
                 };
-                r.push_str(&format!("\n  thread {i} at event {e} {what}"));
+                let ktid = st.ktid.load(std::sync::atomic::Ordering::Relaxed);
+                let at = sym
+                    .as_ref()
+                    .filter(|_| *s != ST_EXITED)
+                    .and_then(|sym| crate::sym::blocked_call_site(sym, pid, ktid))
+                    .map(|(pc, p)| format!(", called at {pc:#x} ({p})"))
+                    .unwrap_or_default();
+                r.push_str(&format!("\n  thread {i} at event {e} {what}{at}"));
             }
             return Some(r);
         }

@@ -44,8 +44,11 @@ pub struct Recording {
     pub model_log: Vec<u8>,
     /// Events per kind (`reprise_proto::F_KINDS`), when the end was recorded.
     pub kinds: Option<[u64; KINDS]>,
-    /// Code address of the faulting instruction, when the process ended by a fault.
-    pub fault_pc: Option<u64>,
+    /// Stack of the thread whose fault ended the process: (thread, the faulting instruction
+    /// then return addresses).
+    pub fault_stack: Option<(u32, Vec<u64>)>,
+    /// Stack of the thread that reported a divergence (replay only): return addresses.
+    pub diverge_stack: Option<(u32, Vec<u64>)>,
 }
 
 impl Recording {
@@ -98,6 +101,16 @@ impl Recording {
             Frame::Stats(v) => {
                 for (n, c) in v {
                     *self.trapped.entry(n).or_default() += c as u64;
+                }
+            }
+            Frame::Stack { tid, what, pcs } => {
+                let slot = if what == STACK_FAULT {
+                    &mut self.fault_stack
+                } else {
+                    &mut self.diverge_stack
+                };
+                if slot.is_none() {
+                    *slot = Some((tid, pcs));
                 }
             }
             Frame::Diverge {

@@ -29,86 +29,133 @@ impl Symbolizer {
         Some(Symbolizer { loader, bias })
     }
 
-    /// "function at file:line" for a code address (a return address is looked up one byte
-    /// back by the caller); None when the address is not in the program's own code.
-    pub fn describe(&self, addr: u64) -> Option<String> {
+    /// Function and source line of a code address; None when it is not in the program.
+    pub fn place(&self, addr: u64) -> Option<Place> {
         let probe = addr.checked_sub(self.bias)?;
-        let mut func: Option<String> = None;
-        let mut place: Option<String> = None;
+        let mut p = Place::default();
         if let Ok(mut frames) = self.loader.find_frames(probe) {
             // The innermost frame: the inlined function the code belongs to, and its line.
             if let Ok(Some(f)) = frames.next() {
-                func = f
+                p.func = f
                     .function
                     .as_ref()
                     .and_then(|n| n.demangle().ok().map(|s| s.into_owned()));
-                place = f.location.as_ref().and_then(|l| {
-                    let file = l.file?;
-                    Some(match l.line {
-                        Some(line) => format!("{file}:{line}"),
-                        None => file.to_string(),
-                    })
-                });
+                if let Some(l) = f.location.as_ref() {
+                    p.file = l.file.map(str::to_string);
+                    p.line = l.line;
+                }
             }
         }
-        let func = func.or_else(|| self.loader.find_symbol(probe).map(str::to_string));
-        match (func, place) {
-            (Some(f), Some(p)) => Some(format!("{f} at {p}")),
-            (None, Some(p)) => Some(p),
-            (Some(f), None) => Some(f),
-            (None, None) => None,
+        if p.func.is_none() {
+            p.func = self.loader.find_symbol(probe).map(str::to_string);
         }
+        (p.func.is_some() || p.file.is_some()).then_some(p)
     }
 
-    /// `describe` for a return address: the call or access instruction just before it.
-    pub fn describe_return(&self, ret: u64) -> Option<String> {
-        self.describe(ret.checked_sub(1)?)
+
+    /// The first address of a stack (innermost first) that is in the program's own code, not
+    /// in reprise's runtime (Rust, its C shim, the `__tsan_*` callbacks) nor in a library:
+    /// (address, its place). `first_exact`: the first address is an instruction (a fault's),
+    /// the others return addresses, looked up at the call or access just before them.
+    pub fn program_frame(&self, pcs: &[u64], first_exact: bool) -> Option<(u64, Place)> {
+        pcs.iter().enumerate().find_map(|(i, &pc)| {
+            let probe = if i == 0 && first_exact { pc } else { pc.checked_sub(1)? };
+            let p = self.place(probe)?;
+            (!p.is_runtime()).then_some((pc, p))
+        })
     }
 }
 
-/// "0xADDR (function at file:line)" when the address has a source line, else "0xADDR".
-pub fn annotate(sym: Option<&Symbolizer>, addr: u64, is_return: bool) -> String {
-    let d = sym.and_then(|s| {
-        if is_return {
-            s.describe_return(addr)
-        } else {
-            s.describe(addr)
-        }
-    });
-    match d {
-        Some(d) => format!("{addr:#x} ({d})"),
-        None => format!("{addr:#x}"),
+/// A function and source line.
+#[derive(Debug, Default, Clone)]
+pub struct Place {
+    /// Function (demangled), innermost inlined one.
+    pub func: Option<String>,
+    /// Source file.
+    pub file: Option<String>,
+    /// Line.
+    pub line: Option<u32>,
+}
+
+impl Place {
+    /// Code of reprise's runtime linked into the program.
+    fn is_runtime(&self) -> bool {
+        let f = self.func.as_deref().unwrap_or("");
+        let file = self.file.as_deref().unwrap_or("");
+        f.starts_with("__tsan_")
+            || f.starts_with("reprise")
+            || f.starts_with("core::")
+            || file.ends_with(".rs")
+            || file.ends_with("libc_shim.c")
+            || self.file.is_none()
     }
 }
 
-/// Name the source line after every "0x..." code address that follows `marker` in `text`
-/// (runtime reports carry raw return addresses: "... at pc 0x5555555551f3").
-pub fn annotate_text(exe: &Path, text: &str, marker: &str) -> String {
-    if !text.contains(marker) {
-        return text.to_string();
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.func, &self.file) {
+            (Some(func), Some(file)) => write!(f, "{func} at {file}")?,
+            (None, Some(file)) => write!(f, "{file}")?,
+            (Some(func), None) => return write!(f, "{func}"),
+            (None, None) => return Ok(()),
+        }
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        Ok(())
     }
-    let Some(sym) = Symbolizer::new(exe) else {
-        return text.to_string();
+}
+
+/// "0xPC (function at file:line)" for the program's frame of a reported stack, if any.
+pub fn stack_place(exe: &Path, pcs: &[u64], first_exact: bool) -> Option<String> {
+    let sym = Symbolizer::new(exe)?;
+    let (pc, p) = sym.program_frame(pcs, first_exact)?;
+    Some(format!("{pc:#x} ({p})"))
+}
+
+/// Read `len` bytes of process `pid` at `addr` (fewer at the end of a mapping).
+fn read_remote(pid: i32, addr: u64, len: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; len];
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: len,
     };
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(i) = rest.find(marker) {
-        let after = i + marker.len();
-        out.push_str(&rest[..after]);
-        rest = &rest[after..];
-        let hex = rest
-            .strip_prefix("0x")
-            .map(|h| h.chars().take_while(|c| c.is_ascii_hexdigit()).count())
-            .unwrap_or(0);
-        if hex > 0 {
-            let word = &rest[..2 + hex];
-            if let Ok(a) = u64::from_str_radix(&word[2..], 16) {
-                out.push_str(&annotate(Some(&sym), a, true));
-                rest = &rest[2 + hex..];
-                continue;
-            }
-        }
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: len,
+    };
+    // SAFETY: reads at most `len` bytes of our child into `buf`; a bad address fails cleanly.
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    buf.truncate(n.max(0) as usize);
+    buf
+}
+
+/// Whether the instruction just before `ret` in process `pid` is a call (so `ret` is a
+/// return address): `e8 rel32`, or `ff /2` with a 0, 1 or 4-byte displacement.
+fn after_call(pid: i32, ret: u64) -> bool {
+    let b = read_remote(pid, ret.saturating_sub(7), 7);
+    if b.len() != 7 {
+        return false;
     }
-    out.push_str(rest);
-    out
+    let call_ff = |i: usize| b[i] == 0xff && (b[i + 1] >> 3) & 7 == 2;
+    b[2] == 0xe8 || call_ff(5) || call_ff(4) || call_ff(1) || call_ff(0)
+}
+
+/// Where a thread of process `pid` blocked in a system call was called from in the program:
+/// its user stack pointer (from `/proc/PID/task/TID/syscall`) and a scan of its stack upwards
+/// for the first return address into the program's own code (a heuristic: a stale word on
+/// the stack can mislead it; unwinding with the CFI would not).
+pub fn blocked_call_site(sym: &Symbolizer, pid: i32, ktid: u32) -> Option<(u64, Place)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/task/{ktid}/syscall")).ok()?;
+    let f: Vec<&str> = s.split_whitespace().collect();
+    if f.len() < 3 {
+        return None;
+    }
+    let sp = u64::from_str_radix(f[f.len() - 2].trim_start_matches("0x"), 16).ok()?;
+    let stack = read_remote(pid, sp & !7, 256 * 1024);
+    stack.chunks_exact(8).find_map(|w| {
+        let a = u64::from_le_bytes(w.try_into().ok()?);
+        let p = sym.place(a.checked_sub(1)?)?;
+        (!p.is_runtime() && after_call(pid, a)).then_some((a, p))
+    })
 }

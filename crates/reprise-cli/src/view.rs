@@ -198,11 +198,13 @@ pub fn timeline(
         });
         if end.kind == reprise_proto::END_FAULT {
             args["fault_address"] = json!(format!("{:#x}", end.addr));
-            if let Some(pc) = rec.fault_pc {
+            if let Some((pc, place)) = rec
+                .fault_stack
+                .as_ref()
+                .and_then(|(_, pcs)| sym?.program_frame(pcs, true))
+            {
                 args["pc"] = json!(format!("{pc:#x}"));
-                if let Some(s) = sym.and_then(|s| s.describe(pc)) {
-                    args["source"] = json!(s);
-                }
+                args["source"] = json!(place.to_string());
             }
         }
         let name = format!("end: {} {}", crate::verify::end_kind(end.kind), end.code);

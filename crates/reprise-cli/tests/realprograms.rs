@@ -573,6 +573,12 @@ fn deadlock(compiler: &str) {
             "waits to lock `a` (0x",
             ", held by thread 1",
             ", held by thread 2",
+            // Where each thread called the blocking function, by source line.
+            "(main at ",
+            "(ab at ",
+            "deadlock.c:36)",
+            "(ba at ",
+            "deadlock.c:47)",
         ] {
             assert!(ours.contains(l), "`{l}` missing from:\n{ours}");
         }

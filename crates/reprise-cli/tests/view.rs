@@ -156,4 +156,13 @@ fn leap_timeline_shows_stripe_handovers_and_a_crash() {
         .find(|e| e["cat"] == "end")
         .expect("no end instant");
     assert!(end["name"].as_str().unwrap().contains("fault"), "{end}");
+    // The crash names the reader's source line, in the timeline and in `reprise info`.
+    let src = end["args"]["source"].as_str().unwrap_or_else(|| panic!("{end}"));
+    assert!(src.starts_with("reader at ") && src.contains("crash_sometimes.c:"), "{end}");
+    let mut c = w.cmd();
+    c.arg("info").arg(&t);
+    let o = run_limited(c, Duration::from_secs(60));
+    let info = String::from_utf8_lossy(&o.stdout);
+    let line = info.lines().find(|l| l.starts_with("end: fault")).unwrap();
+    assert!(line.contains(&format!("in code at 0x")) && line.contains(src), "{line}");
 }

@@ -23,7 +23,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64};
 
 /// Did this change the wire? Bump it; the runtime refuses a config of another version.
-pub const PROTO_VERSION: u32 = 6;
+pub const PROTO_VERSION: u32 = 7;
 /// Config memfd (launcher -> runtime).
 pub const FD_CONFIG: i32 = 1000;
 /// Event pipe (runtime -> launcher).
@@ -327,6 +327,16 @@ pub const F_MODEL: u8 = 6;
 /// Frame tag: events per kind over all threads, [`KINDS`] `u64` counts indexed by [`kind`];
 /// sent once at the process end.
 pub const F_KINDS: u8 = 7;
+/// Frame tag: code addresses for a report, `u32 tid, u32 what` ([`STACK_FAULT`] or
+/// [`STACK_DIVERGE`]), then `u64` addresses, innermost first (for a fault the first one is
+/// the faulting instruction, the others return addresses). The launcher names source lines.
+pub const F_STACK: u8 = 8;
+/// [`F_STACK`] `what`: the stack of the thread whose fault ended the process.
+pub const STACK_FAULT: u32 = 0;
+/// [`F_STACK`] `what`: the stack of the thread that saw a replay divergence.
+pub const STACK_DIVERGE: u32 = 1;
+/// Most addresses in one [`F_STACK`] frame.
+pub const STACK_MAX: usize = 24;
 /// Number of event kinds counted in [`F_KINDS`].
 pub const KINDS: usize = 16;
 
@@ -422,6 +432,15 @@ pub enum Frame {
     Model(Vec<u8>),
     /// Events per kind, summed over threads.
     Kinds([u64; KINDS]),
+    /// Code addresses for a report ([`F_STACK`]).
+    Stack {
+        /// Thread.
+        tid: u32,
+        /// [`STACK_FAULT`] or [`STACK_DIVERGE`].
+        what: u32,
+        /// Addresses, innermost first.
+        pcs: Vec<u64>,
+    },
     /// Divergence seen by the runtime during replay.
     Diverge {
         /// Thread.
@@ -644,6 +663,16 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
                 message: String::from_utf8_lossy(&p[12..]).into_owned(),
             })
         }
+        F_STACK => {
+            if p.len() < 8 || (p.len() - 8) % 8 != 0 {
+                return Err(short());
+            }
+            Ok(Frame::Stack {
+                tid: u32_at(p, 0),
+                what: u32_at(p, 4),
+                pcs: p[8..].chunks_exact(8).map(|c| u64_at(c, 0)).collect(),
+            })
+        }
         _ => Err(DecodeError(format!("unknown frame tag {tag}"))),
     }
 }
@@ -716,6 +745,14 @@ pub fn encode_frame(f: &Frame) -> Vec<u8> {
                 p.extend_from_slice(&c.to_le_bytes());
             }
             F_STATS
+        }
+        Frame::Stack { tid, what, pcs } => {
+            p.extend_from_slice(&tid.to_le_bytes());
+            p.extend_from_slice(&what.to_le_bytes());
+            for a in pcs {
+                p.extend_from_slice(&a.to_le_bytes());
+            }
+            F_STACK
         }
         Frame::Diverge {
             tid,
