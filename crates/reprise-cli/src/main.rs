@@ -93,6 +93,13 @@ enum Cmd {
         /// Give up after this many seconds without progress (default: max(60, 20x the recording)).
         #[arg(long)]
         timeout: Option<u64>,
+        /// Replay under gdb, stopped before main (`-- GDB ARGS` go to gdb, e.g.
+        /// `-- -batch -ex continue -ex bt`); the replay still verifies at its end.
+        #[arg(long)]
+        gdb: bool,
+        /// Arguments for gdb (after `--`, with --gdb).
+        #[arg(last = true, requires = "gdb")]
+        gdb_args: Vec<OsString>,
     },
     /// Summarise a trace (default: the latest).
     Info {
@@ -183,10 +190,13 @@ fn main() {
             trace,
             jitter,
             timeout,
+            gdb,
+            gdb_args,
         } => replay::replay(replay::ReplayOpts {
             trace,
             jitter,
             timeout: timeout.map(std::time::Duration::from_secs),
+            gdb: gdb.then_some(gdb_args),
         }),
         Cmd::Info { trace, records } => info::info(trace, records),
         Cmd::View { trace, output } => view::view(trace, output),
