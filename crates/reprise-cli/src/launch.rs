@@ -675,7 +675,8 @@ impl Watchdog {
             } else {
                 "replay made no progress within the timeout"
             });
-            let sym = crate::sym::Symbolizer::new(std::path::Path::new(&format!("/proc/{pid}/exe")));
+            let sym =
+                crate::sym::Symbolizer::new(std::path::Path::new(&format!("/proc/{pid}/exe")));
             for (i, (s, e)) in sig.iter().enumerate() {
                 let st = self.slot(i);
                 let what = match *s {

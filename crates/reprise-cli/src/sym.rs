@@ -52,14 +52,17 @@ impl Symbolizer {
         (p.func.is_some() || p.file.is_some()).then_some(p)
     }
 
-
     /// The first address of a stack (innermost first) that is in the program's own code, not
     /// in reprise's runtime (Rust, its C shim, the `__tsan_*` callbacks) nor in a library:
     /// (address, its place). `first_exact`: the first address is an instruction (a fault's),
     /// the others return addresses, looked up at the call or access just before them.
     pub fn program_frame(&self, pcs: &[u64], first_exact: bool) -> Option<(u64, Place)> {
         pcs.iter().enumerate().find_map(|(i, &pc)| {
-            let probe = if i == 0 && first_exact { pc } else { pc.checked_sub(1)? };
+            let probe = if i == 0 && first_exact {
+                pc
+            } else {
+                pc.checked_sub(1)?
+            };
             let p = self.place(probe)?;
             (!p.is_runtime()).then_some((pc, p))
         })

@@ -57,16 +57,19 @@ pub fn timeline(
 ) -> Value {
     let mut ev: Vec<Value> = Vec::new();
     let finals = rec.end.as_ref().map(|e| e.1.clone()).unwrap_or_default();
-    let meta = |pid: u32, tid: u32, name: &str, args: Value| {
-        json!({"ph": "M", "pid": pid, "tid": tid, "ts": 0, "name": name, "args": args})
-    };
+    let meta = |pid: u32, tid: u32, name: &str, args: Value| json!({"ph": "M", "pid": pid, "tid": tid, "ts": 0, "name": name, "args": args});
     ev.push(meta(
         PID_THREADS,
         0,
         "process_name",
         json!({"name": format!("{} (threads; time = event index)", String::from_utf8_lossy(&header.exe_path))}),
     ));
-    ev.push(meta(PID_THREADS, 0, "process_sort_index", json!({"sort_index": 0})));
+    ev.push(meta(
+        PID_THREADS,
+        0,
+        "process_sort_index",
+        json!({"sort_index": 0}),
+    ));
     let nthreads = rec.nthreads();
     let len_of = |t: u32| -> u64 {
         let t_rec = rec.threads.get(&t);
@@ -89,7 +92,12 @@ pub fn timeline(
             None => format!("thread {t}"),
         };
         ev.push(meta(PID_THREADS, t, "thread_name", json!({ "name": name })));
-        ev.push(meta(PID_THREADS, t, "thread_sort_index", json!({"sort_index": t})));
+        ev.push(meta(
+            PID_THREADS,
+            t,
+            "thread_sort_index",
+            json!({"sort_index": t}),
+        ));
         // The thread's whole life: every instant and flow on the track falls inside it, so
         // Perfetto binds the arrows to this slice.
         ev.push(json!({
@@ -145,10 +153,7 @@ pub fn timeline(
     let mut stripes: Vec<(&u32, &Vec<reprise_proto::VecEntry>)> = rec.vectors.iter().collect();
     stripes.sort_by_key(|(s, v)| (std::cmp::Reverse(v.len()), **s));
     stripes.truncate(MAX_STRIPES);
-    let total_handovers: usize = stripes
-        .iter()
-        .map(|(_, v)| v.len().saturating_sub(1))
-        .sum();
+    let total_handovers: usize = stripes.iter().map(|(_, v)| v.len().saturating_sub(1)).sum();
     let keep_every = total_handovers.div_ceil(MAX_FLOWS).max(1);
     let mut handover_seen = 0usize;
     if !stripes.is_empty() {
@@ -158,11 +163,21 @@ pub fn timeline(
             "process_name",
             json!({"name": "stripe vectors (time = position in the stripe's vector)"}),
         ));
-        ev.push(meta(PID_STRIPES, 0, "process_sort_index", json!({"sort_index": 1})));
+        ev.push(meta(
+            PID_STRIPES,
+            0,
+            "process_sort_index",
+            json!({"sort_index": 1}),
+        ));
     }
     for (s, v) in &stripes {
         let s = **s;
-        ev.push(meta(PID_STRIPES, s, "thread_name", json!({"name": format!("stripe {s}")})));
+        ev.push(meta(
+            PID_STRIPES,
+            s,
+            "thread_name",
+            json!({"name": format!("stripe {s}")}),
+        ));
         let mut pos: u64 = 0;
         let mut prev: Option<(u32, u64)> = None;
         let runs = sample(v.len(), MAX_FLOWS).collect::<std::collections::BTreeSet<_>>();
@@ -179,7 +194,10 @@ pub fn timeline(
             if let Some((pt, pend)) = prev {
                 if pt != e.tid {
                     handover_seen += 1;
-                    if handover_seen % keep_every == 0 && runs.contains(&i) && runs.contains(&(i - 1)) {
+                    if handover_seen.is_multiple_of(keep_every)
+                        && runs.contains(&i)
+                        && runs.contains(&(i - 1))
+                    {
                         id += 1;
                         let args = json!({"from": format!("thread {pt}"), "to": format!("thread {}", e.tid)});
                         ev.push(json!({"ph": "s", "id": id, "pid": PID_STRIPES, "tid": s, "ts": pend - 1, "name": "hand-over", "cat": "vector", "args": args}));

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 fn gdb_replay(w: &Work, gdb_args: &[&str]) -> (Output, String) {
     let mut c = w.cmd();
-    c.args(["replay", "--gdb", "fail.trace", "--"]).args(gdb_args);
+    c.args(["replay", "--gdb", "fail.trace", "--"])
+        .args(gdb_args);
     c.stdin(std::process::Stdio::null());
     let o = run_limited(c, Duration::from_secs(300));
     let text = format!(
@@ -33,9 +34,17 @@ fn crash_replays_under_gdb_to_a_backtrace() {
     let w = Work::new();
     let bin = w.build(&p, "gcc");
     let mut c = w.cmd();
-    c.args(["record", "--chaos", "--until-fail", "200", "-o", "fail.trace", "--"])
-        .arg(format!("./{bin}"))
-        .args(&p.args);
+    c.args([
+        "record",
+        "--chaos",
+        "--until-fail",
+        "200",
+        "-o",
+        "fail.trace",
+        "--",
+    ])
+    .arg(format!("./{bin}"))
+    .args(&p.args);
     let o = run_limited(c, Duration::from_secs(600));
     let status = shell_status(&o);
     assert!(
@@ -46,13 +55,17 @@ fn crash_replays_under_gdb_to_a_backtrace() {
 
     let (o, text) = gdb_replay(&w, &["-batch", "-ex", "continue", "-ex", "bt"]);
     // Stopped before main first, at the program's exec.
-    assert!(text.contains("reprise: the replay is stopped before main"), "{text}");
+    assert!(
+        text.contains("reprise: the replay is stopped before main"),
+        "{text}"
+    );
     let sig = if status == 134 { "SIGABRT" } else { "SIGSEGV" };
     assert!(text.contains(&format!("received signal {sig}")), "{text}");
     // The backtrace names the crashing function and its source file.
     assert!(
-        text.lines()
-            .any(|l| l.starts_with('#') && l.contains(" reader (") && l.contains("crash_sometimes.c:")),
+        text.lines().any(|l| l.starts_with('#')
+            && l.contains(" reader (")
+            && l.contains("crash_sometimes.c:")),
         "no backtrace frame in reader:\n{text}"
     );
     assert!(text.contains("reprise: replay verified"), "{text}");
@@ -61,7 +74,15 @@ fn crash_replays_under_gdb_to_a_backtrace() {
     // A breakpoint stops the replay in the program; it still verifies after gdb detaches.
     let (o, text) = gdb_replay(
         &w,
-        &["-batch", "-ex", "break reader", "-ex", "continue", "-ex", "bt 1"],
+        &[
+            "-batch",
+            "-ex",
+            "break reader",
+            "-ex",
+            "continue",
+            "-ex",
+            "bt 1",
+        ],
     );
     assert!(
         text.lines()

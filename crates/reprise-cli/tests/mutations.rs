@@ -203,7 +203,10 @@ fn divergence_report_names_the_source_line() {
     let why = replay_rejected(&w, &dst);
     eprintln!("changed digest: {why}");
     assert!(why.contains("diverged in events"), "{why}");
-    assert!(why.contains("in code at 0x"), "the report names no code address: {why}");
+    assert!(
+        why.contains("in code at 0x"),
+        "the report names no code address: {why}"
+    );
     let at = why
         .find("counter_race.c:")
         .unwrap_or_else(|| panic!("no source line of counter_race.c: {why}"));
@@ -211,8 +214,13 @@ fn divergence_report_names_the_source_line() {
         .chars()
         .take_while(|c| c.is_ascii_digit())
         .collect();
-    let line: usize = line.parse().unwrap_or_else(|_| panic!("no line number: {why}"));
+    let line: usize = line
+        .parse()
+        .unwrap_or_else(|_| panic!("no line number: {why}"));
     let src = std::fs::read_to_string(root().join("tests/programs/counter_race.c")).unwrap();
     assert!(line >= 1 && line <= src.lines().count(), "{why}");
-    assert!(why.contains("worker at "), "the report names no function: {why}");
+    assert!(
+        why.contains("worker at "),
+        "the report names no function: {why}"
+    );
 }

@@ -34,7 +34,9 @@ fn check_rules(doc: &Value) -> (BTreeMap<u64, String>, BTreeMap<String, usize>) 
     let mut depth: BTreeMap<(u64, u64), i64> = BTreeMap::new();
     let mut flows: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     for e in evs {
-        let ph = e["ph"].as_str().unwrap_or_else(|| panic!("event without ph: {e}"));
+        let ph = e["ph"]
+            .as_str()
+            .unwrap_or_else(|| panic!("event without ph: {e}"));
         *phases.entry(ph.to_string()).or_default() += 1;
         let pid = e["pid"].as_u64().unwrap_or_else(|| panic!("no pid: {e}"));
         let tid = e["tid"].as_u64().unwrap_or_else(|| panic!("no tid: {e}"));
@@ -51,7 +53,9 @@ fn check_rules(doc: &Value) -> (BTreeMap<u64, String>, BTreeMap<String, usize>) 
                 }
             }
             "X" => {
-                let d = e["dur"].as_f64().unwrap_or_else(|| panic!("X without dur: {e}"));
+                let d = e["dur"]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("X without dur: {e}"));
                 assert!(d >= 0.0, "{e}");
             }
             "B" => *depth.entry((pid, tid)).or_default() += 1,
@@ -112,7 +116,11 @@ fn ownership_timeline_has_a_track_per_thread_and_edge_arrows() {
     let n = info_threads(&w, &r.trace);
     assert!(n >= 3, "counter_race has a main thread and workers");
     let want: BTreeSet<u64> = (0..n).collect();
-    assert_eq!(names.keys().copied().collect::<BTreeSet<_>>(), want, "{names:?}");
+    assert_eq!(
+        names.keys().copied().collect::<BTreeSet<_>>(),
+        want,
+        "{names:?}"
+    );
     let meta = &doc["metadata"];
     assert!(meta["time_axis"].as_str().unwrap().contains("event index"));
     let edges = meta["ownership_edges"].as_u64().unwrap();
@@ -138,16 +146,27 @@ fn leap_timeline_shows_stripe_handovers_and_a_crash() {
     assert_eq!(names.len() as u64, info_threads(&w, &r.trace));
     let meta = &doc["metadata"];
     assert!(meta["vector_handovers"].as_u64().unwrap() > 0, "{meta}");
-    assert!(meta["vector_handover_arrows"].as_u64().unwrap() > 0, "{meta}");
+    assert!(
+        meta["vector_handover_arrows"].as_u64().unwrap() > 0,
+        "{meta}"
+    );
     // A crashing recording: the end is a fault instant.
     let p = program("crash_sometimes");
     let bin = w.build(&p, "gcc");
     let t = w.path("crash.trace");
     let mut c = w.cmd();
-    c.arg("record").arg("-o").arg(&t).args(["--chaos", "--until-fail", "200", "--"]);
+    c.arg("record")
+        .arg("-o")
+        .arg(&t)
+        .args(["--chaos", "--until-fail", "200", "--"]);
     c.arg(format!("./{bin}")).args(&p.args);
     let o = run_limited(c, Duration::from_secs(600));
-    assert_ne!(shell_status(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert_ne!(
+        shell_status(&o),
+        0,
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let doc = view(&w, &t);
     check_rules(&doc);
     let evs = doc["traceEvents"].as_array().unwrap();
@@ -157,12 +176,20 @@ fn leap_timeline_shows_stripe_handovers_and_a_crash() {
         .expect("no end instant");
     assert!(end["name"].as_str().unwrap().contains("fault"), "{end}");
     // The crash names the reader's source line, in the timeline and in `reprise info`.
-    let src = end["args"]["source"].as_str().unwrap_or_else(|| panic!("{end}"));
-    assert!(src.starts_with("reader at ") && src.contains("crash_sometimes.c:"), "{end}");
+    let src = end["args"]["source"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{end}"));
+    assert!(
+        src.starts_with("reader at ") && src.contains("crash_sometimes.c:"),
+        "{end}"
+    );
     let mut c = w.cmd();
     c.arg("info").arg(&t);
     let o = run_limited(c, Duration::from_secs(60));
     let info = String::from_utf8_lossy(&o.stdout);
     let line = info.lines().find(|l| l.starts_with("end: fault")).unwrap();
-    assert!(line.contains(&format!("in code at 0x")) && line.contains(src), "{line}");
+    assert!(
+        line.contains(&format!("in code at 0x")) && line.contains(src),
+        "{line}"
+    );
 }

@@ -664,7 +664,7 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
             })
         }
         F_STACK => {
-            if p.len() < 8 || (p.len() - 8) % 8 != 0 {
+            if p.len() < 8 || !(p.len() - 8).is_multiple_of(8) {
                 return Err(short());
             }
             Ok(Frame::Stack {

@@ -4,7 +4,7 @@
 
 use crate::sys;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use reprise_proto::{put_frame_header, F_STACK, FD_CHANNEL, FRAME_HDR, STACK_MAX};
+use reprise_proto::{put_frame_header, FD_CHANNEL, FRAME_HDR, F_STACK, STACK_MAX};
 
 static LOCK: AtomicU32 = AtomicU32::new(0);
 static BROKEN: AtomicBool = AtomicBool::new(false);
