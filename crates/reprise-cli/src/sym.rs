@@ -133,21 +133,28 @@ fn read_remote(pid: i32, addr: u64, len: usize) -> Vec<u8> {
     buf
 }
 
-/// Whether the instruction just before `ret` in process `pid` is a call (so `ret` is a
-/// return address): `e8 rel32`, or `ff /2` with a 0, 1 or 4-byte displacement.
-fn after_call(pid: i32, ret: u64) -> bool {
+/// Whether the instruction just before `ret` in process `pid` is a call out of the program
+/// (so `ret` is the return address of the program's call into the runtime or a library):
+/// `e8 rel32` whose target is not the program's own code, or an indirect `ff /2` call with a
+/// 0, 1 or 4-byte displacement.
+fn calls_out(sym: &Symbolizer, pid: i32, ret: u64) -> bool {
     let b = read_remote(pid, ret.saturating_sub(7), 7);
     if b.len() != 7 {
         return false;
     }
+    if b[2] == 0xe8 {
+        let rel = i32::from_le_bytes([b[3], b[4], b[5], b[6]]) as i64;
+        let target = (ret as i64).wrapping_add(rel) as u64;
+        return sym.place(target).is_none_or(|p| p.is_runtime());
+    }
     let call_ff = |i: usize| b[i] == 0xff && (b[i + 1] >> 3) & 7 == 2;
-    b[2] == 0xe8 || call_ff(5) || call_ff(4) || call_ff(1) || call_ff(0)
+    call_ff(5) || call_ff(4) || call_ff(1) || call_ff(0)
 }
 
 /// Where a thread of process `pid` blocked in a system call was called from in the program:
 /// its user stack pointer (from `/proc/PID/task/TID/syscall`) and a scan of its stack upwards
-/// for the first return address into the program's own code (a heuristic: a stale word on
-/// the stack can mislead it; unwinding with the CFI would not).
+/// for the first return address into the program's own code after a call out of it (a
+/// heuristic: a stale word on the stack can mislead it; unwinding with the CFI would not).
 pub fn blocked_call_site(sym: &Symbolizer, pid: i32, ktid: u32) -> Option<(u64, Place)> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/task/{ktid}/syscall")).ok()?;
     let f: Vec<&str> = s.split_whitespace().collect();
@@ -159,6 +166,6 @@ pub fn blocked_call_site(sym: &Symbolizer, pid: i32, ktid: u32) -> Option<(u64, 
     stack.chunks_exact(8).find_map(|w| {
         let a = u64::from_le_bytes(w.try_into().ok()?);
         let p = sym.place(a.checked_sub(1)?)?;
-        (!p.is_runtime() && after_call(pid, a)).then_some((a, p))
+        (!p.is_runtime() && calls_out(sym, pid, a)).then_some((a, p))
     })
 }
