@@ -237,11 +237,18 @@ pub fn timeline(
         let ts = finals.values().copied().max().unwrap_or(0);
         ev.push(json!({"ph": "i", "s": "g", "pid": PID_THREADS, "tid": 0, "ts": ts, "name": "deadlock", "cat": "end", "args": {"report": report}}));
     }
+    // Track ids start at 1: Perfetto takes thread id 0 for the idle (swapper) thread.
+    for e in ev.iter_mut() {
+        if let Some(t) = e["tid"].as_u64() {
+            e["tid"] = json!(t + 1);
+        }
+    }
     let metadata = json!({
         "reprise_trace_strategy": header.strategy,
         "time_axis": "event counts, not times: on a thread track ts is the thread's event index (1 event = 1 us); on a stripe track, the position in the stripe's access vector",
         "spans": "the trace has no start and end times of blocking waits or system calls: recorded results (trylock and timed-wait outcomes, clocks, ids) and inputs are 1-event spans at their event",
         "threads": nthreads,
+        "track_ids": "tid = reprise's thread id + 1 (stripe + 1 on stripe tracks)",
         "ownership_edges": edges.len(),
         "ownership_edge_arrows": edge_flows,
         "edges_sampled": edges.len() > MAX_FLOWS,
@@ -251,5 +258,5 @@ pub fn timeline(
         "vector_handover_arrows": id - edge_flows,
         "handovers_sampled": keep_every > 1 || stripes.iter().any(|(_, v)| v.len() > MAX_FLOWS),
     });
-    json!({"traceEvents": ev, "displayTimeUnit": "ns", "otherData": metadata, "metadata": metadata})
+    json!({"traceEvents": ev, "otherData": metadata, "metadata": metadata})
 }

@@ -115,13 +115,17 @@ fn ownership_timeline_has_a_track_per_thread_and_edge_arrows() {
     let (names, phases) = check_rules(&doc);
     let n = info_threads(&w, &r.trace);
     assert!(n >= 3, "counter_race has a main thread and workers");
-    let want: BTreeSet<u64> = (0..n).collect();
+    // Track ids are thread ids + 1, each named after its thread.
+    let want: BTreeSet<u64> = (1..=n).collect();
     assert_eq!(
         names.keys().copied().collect::<BTreeSet<_>>(),
         want,
         "{names:?}"
     );
     let meta = &doc["metadata"];
+    for (tid, name) in &names {
+        assert!(name.starts_with(&format!("thread {} ", tid - 1)), "{name}");
+    }
     assert!(meta["time_axis"].as_str().unwrap().contains("event index"));
     let edges = meta["ownership_edges"].as_u64().unwrap();
     assert!(edges > 0, "a racy counter changes owner: {meta}");
