@@ -1,7 +1,6 @@
 //! `reprise info`: what a trace holds and how much of it is intact.
 
 use anyhow::Result;
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 /// Print a summary of the trace.
@@ -53,11 +52,11 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
                 let mut fault = String::new();
                 if end.kind == reprise_proto::END_FAULT {
                     fault = format!(": signal {} at address {:#x}", end.code, end.addr);
-                    let exe = std::path::Path::new(std::ffi::OsStr::from_bytes(&h.exe_path));
+                    let exe = &crate::sym::recorded_exe(h);
                     if let Some(at) = rec
-                        .fault_stack
+                        .fault_stack()
                         .as_ref()
-                        .and_then(|(_, pcs)| crate::sym::stack_place(exe, pcs, true))
+                        .and_then(|pcs| crate::sym::stack_place(exe, pcs, true))
                     {
                         fault.push_str(&format!(", in code at {at}"));
                     }

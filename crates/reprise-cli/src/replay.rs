@@ -156,11 +156,9 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
     if let Some((_, _, msg)) = &sink.rec.diverged {
         // Name the source line where the diverging thread was (its access or call).
-        let at = sink
-            .rec
-            .diverge_stack
-            .as_ref()
-            .and_then(|(_, pcs)| crate::sym::stack_place(&exe, pcs, false));
+        let at = sink.rec.diverge_stack.as_ref().and_then(|(_, pcs)| {
+            crate::sym::stack_place(&crate::sym::recorded_exe(&header), pcs, false)
+        });
         return fail(match at {
             Some(at) => format!("replay diverged: {msg}, in code at {at}"),
             None => format!("replay diverged: {msg}"),

@@ -109,6 +109,14 @@ impl std::fmt::Display for Place {
     }
 }
 
+/// The recorded program's file, for its debug information: the recorded exec path, taken
+/// relative to the recorded working directory when it is relative.
+pub fn recorded_exe(h: &reprise_trace::Header) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let exe = Path::new(std::ffi::OsStr::from_bytes(&h.exe_path));
+    Path::new(std::ffi::OsStr::from_bytes(&h.cwd)).join(exe)
+}
+
 /// "0xPC (function at file:line)" for the program's frame of a reported stack, if any.
 pub fn stack_place(exe: &Path, pcs: &[u64], first_exact: bool) -> Option<String> {
     let sym = Symbolizer::new(exe)?;

@@ -27,7 +27,7 @@ const PID_STRIPES: u32 = 2;
 pub fn view(trace: Option<PathBuf>, out: PathBuf) -> Result<i32> {
     let path = crate::tracedir::resolve(trace)?;
     let (header, rec, _out, _err, footer) = crate::replay::load(&path)?;
-    let exe = PathBuf::from(String::from_utf8_lossy(&header.exe_path).into_owned());
+    let exe = crate::sym::recorded_exe(&header);
     let sym = Symbolizer::new(&exe);
     let doc = timeline(&header, &rec, &footer, sym.as_ref());
     let text = serde_json::to_vec(&doc)?;
@@ -217,9 +217,9 @@ pub fn timeline(
         if end.kind == reprise_proto::END_FAULT {
             args["fault_address"] = json!(format!("{:#x}", end.addr));
             if let Some((pc, place)) = rec
-                .fault_stack
+                .fault_stack()
                 .as_ref()
-                .and_then(|(_, pcs)| sym?.program_frame(pcs, true))
+                .and_then(|pcs| sym?.program_frame(pcs, true))
             {
                 args["pc"] = json!(format!("{pc:#x}"));
                 args["source"] = json!(place.to_string());

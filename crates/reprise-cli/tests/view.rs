@@ -12,6 +12,8 @@ use std::time::Duration;
 fn view(w: &Work, trace: &Path) -> Value {
     let out = w.path("timeline.json");
     let mut c = w.cmd();
+    // From another directory than the recording's: the program is found by its recorded path.
+    c.current_dir("/");
     c.arg("view").arg(trace).arg("-o").arg(&out);
     let o = run_limited(c, Duration::from_secs(60));
     assert!(
@@ -188,6 +190,7 @@ fn leap_timeline_shows_stripe_handovers_and_a_crash() {
         "{end}"
     );
     let mut c = w.cmd();
+    c.current_dir("/");
     c.arg("info").arg(&t);
     let o = run_limited(c, Duration::from_secs(60));
     let info = String::from_utf8_lossy(&o.stdout);
