@@ -71,7 +71,9 @@ fn crash_replays_under_gdb_to_a_backtrace() {
     assert!(text.contains("reprise: replay verified"), "{text}");
     assert_eq!(shell_status(&o), status, "{text}");
 
-    // A breakpoint stops the replay in the program; it still verifies after gdb detaches.
+    // A breakpoint stops the replay in the program, stepping goes on line by line (past a
+    // barrier the other threads reach on their turns), and the replay still verifies after
+    // gdb detaches.
     let (o, text) = gdb_replay(
         &w,
         &[
@@ -81,6 +83,12 @@ fn crash_replays_under_gdb_to_a_backtrace() {
             "-ex",
             "continue",
             "-ex",
+            "next",
+            "-ex",
+            "next",
+            "-ex",
+            "next",
+            "-ex",
             "bt 1",
         ],
     );
@@ -88,6 +96,11 @@ fn crash_replays_under_gdb_to_a_backtrace() {
         text.lines()
             .any(|l| l.contains("hit Breakpoint") && l.contains(", reader (")),
         "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("if (shared == NULL) break;")),
+        "stepping did not reach the reader's check:\n{text}"
     );
     assert!(text.contains("reprise: replay verified"), "{text}");
     assert_eq!(shell_status(&o), status, "{text}");
