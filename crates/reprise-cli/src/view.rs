@@ -155,6 +155,8 @@ pub fn timeline(
     stripes.truncate(MAX_STRIPES);
     let total_handovers: usize = stripes.iter().map(|(_, v)| v.len().saturating_sub(1)).sum();
     let keep_every = total_handovers.div_ceil(MAX_FLOWS).max(1);
+    // Runs shown per stripe (besides those of the hand-overs kept).
+    let run_budget = (MAX_FLOWS / stripes.len().max(1)).max(100);
     let mut handover_seen = 0usize;
     if !stripes.is_empty() {
         ev.push(meta(
@@ -178,34 +180,40 @@ pub fn timeline(
             "thread_name",
             json!({"name": format!("stripe {s}")}),
         ));
+        // The hand-overs kept (every `keep_every`-th over all stripes), and the runs shown:
+        // an even sample, plus both runs of each kept hand-over.
+        let mut kept = std::collections::BTreeSet::new();
+        for i in 1..v.len() {
+            if v[i].tid != v[i - 1].tid {
+                handover_seen += 1;
+                if handover_seen.is_multiple_of(keep_every) {
+                    kept.insert(i);
+                }
+            }
+        }
+        let mut shown: std::collections::BTreeSet<usize> = sample(v.len(), run_budget).collect();
+        shown.extend(kept.iter().flat_map(|&i| [i - 1, i]));
         let mut pos: u64 = 0;
-        let mut prev: Option<(u32, u64)> = None;
-        let runs = sample(v.len(), MAX_FLOWS).collect::<std::collections::BTreeSet<_>>();
+        let mut prev_end: u64 = 0;
         for (i, e) in v.iter().enumerate() {
             let start = pos;
             pos += e.count as u64;
-            if runs.contains(&i) {
+            if shown.contains(&i) {
                 ev.push(json!({
                     "ph": "X", "pid": PID_STRIPES, "tid": s, "ts": start, "dur": e.count.max(1),
                     "name": format!("thread {}", e.tid), "cat": "vector",
                     "args": {"thread": e.tid, "events": e.count, "position": start},
                 }));
             }
-            if let Some((pt, pend)) = prev {
-                if pt != e.tid {
-                    handover_seen += 1;
-                    if handover_seen.is_multiple_of(keep_every)
-                        && runs.contains(&i)
-                        && runs.contains(&(i - 1))
-                    {
-                        id += 1;
-                        let args = json!({"from": format!("thread {pt}"), "to": format!("thread {}", e.tid)});
-                        ev.push(json!({"ph": "s", "id": id, "pid": PID_STRIPES, "tid": s, "ts": pend - 1, "name": "hand-over", "cat": "vector", "args": args}));
-                        ev.push(json!({"ph": "f", "bp": "e", "id": id, "pid": PID_STRIPES, "tid": s, "ts": start, "name": "hand-over", "cat": "vector", "args": args}));
-                    }
-                }
+            if kept.contains(&i) {
+                id += 1;
+                let from = v[i - 1].tid;
+                let args =
+                    json!({"from": format!("thread {from}"), "to": format!("thread {}", e.tid)});
+                ev.push(json!({"ph": "s", "id": id, "pid": PID_STRIPES, "tid": s, "ts": prev_end.saturating_sub(1), "name": "hand-over", "cat": "vector", "args": args}));
+                ev.push(json!({"ph": "f", "bp": "e", "id": id, "pid": PID_STRIPES, "tid": s, "ts": start, "name": "hand-over", "cat": "vector", "args": args}));
             }
-            prev = Some((e.tid, pos));
+            prev_end = pos;
         }
     }
     // The end.
@@ -256,7 +264,63 @@ pub fn timeline(
         "stripes_shown": stripes.len(),
         "vector_handovers": total_handovers,
         "vector_handover_arrows": id - edge_flows,
-        "handovers_sampled": keep_every > 1 || stripes.iter().any(|(_, v)| v.len() > MAX_FLOWS),
+        "handovers_sampled": keep_every > 1,
+        "vector_runs_sampled": stripes.iter().any(|(_, v)| v.len() > run_budget),
     });
     json!({"traceEvents": ev, "otherData": metadata, "metadata": metadata})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recording::{Recording, ThreadRec};
+    use reprise_proto::{Pair, VecEntry};
+
+    #[test]
+    fn millions_of_orderings_are_sampled_and_said_so() {
+        let mut rec = Recording::default();
+        let n = 300_000u64;
+        let edges = (0..n)
+            .map(|i| Pair {
+                event: i + 1,
+                value: reprise_proto::edge_source(0, i),
+            })
+            .collect();
+        rec.threads.insert(0, ThreadRec::default());
+        rec.threads.insert(
+            1,
+            ThreadRec {
+                edges,
+                ..Default::default()
+            },
+        );
+        let runs = (0..n as u32)
+            .map(|i| VecEntry {
+                tid: i % 2,
+                count: 1,
+            })
+            .collect();
+        rec.vectors.insert(7, runs);
+        let footer = reprise_trace::Footer {
+            exit: reprise_trace::Exit::Exited(0),
+            wall_ns: 0,
+            chunks: 0,
+            raw_bytes: 0,
+            deadlock: None,
+        };
+        let doc = timeline(&reprise_trace::Header::default(), &rec, &footer, None);
+        let m = &doc["metadata"];
+        assert_eq!(m["ownership_edges"], n);
+        assert_eq!(m["edges_sampled"], true);
+        assert_eq!(m["handovers_sampled"], true);
+        let arrows = m["ownership_edge_arrows"].as_u64().unwrap();
+        assert!(arrows > 0 && arrows <= MAX_FLOWS as u64, "{arrows}");
+        let h = m["vector_handover_arrows"].as_u64().unwrap();
+        assert!(h > 0 && h <= MAX_FLOWS as u64, "{h}");
+        let evs = doc["traceEvents"].as_array().unwrap();
+        let starts = evs.iter().filter(|e| e["ph"] == "s").count() as u64;
+        let ends = evs.iter().filter(|e| e["ph"] == "f").count() as u64;
+        assert_eq!((starts, ends), (arrows + h, arrows + h));
+        assert!(evs.len() < 200_000, "{} events", evs.len());
+    }
 }
