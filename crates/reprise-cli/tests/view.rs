@@ -196,7 +196,7 @@ fn leap_timeline_shows_stripe_handovers_and_a_crash() {
     let info = String::from_utf8_lossy(&o.stdout);
     let line = info.lines().find(|l| l.starts_with("end: fault")).unwrap();
     assert!(
-        line.contains(&format!("in code at 0x")) && line.contains(src),
+        line.contains("in code at 0x") && line.contains(src),
         "{line}"
     );
 }
