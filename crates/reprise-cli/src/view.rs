@@ -48,6 +48,14 @@ fn sample(n: usize, max: usize) -> impl Iterator<Item = usize> {
     (0..n).step_by(step)
 }
 
+/// (thread, event, what) of a deadlock report's line "  thread N at event E waits ...".
+fn deadlock_wait(line: &str) -> Option<(u32, u64, &str)> {
+    let rest = line.trim_start().strip_prefix("thread ")?;
+    let (t, rest) = rest.split_once(" at event ")?;
+    let (e, what) = rest.split_once(' ')?;
+    Some((t.parse().ok()?, e.parse().ok()?, what))
+}
+
 /// The trace-event document.
 pub fn timeline(
     header: &reprise_trace::Header,
@@ -244,6 +252,22 @@ pub fn timeline(
     if let Some(report) = &footer.deadlock {
         let ts = finals.values().copied().max().unwrap_or(0);
         ev.push(json!({"ph": "i", "s": "g", "pid": PID_THREADS, "tid": 0, "ts": ts, "name": "deadlock", "cat": "end", "args": {"report": report}}));
+        // Each thread's wait for good, from the report's "  thread N at event E waits ...,
+        // called at 0xPC (f at file:line)": a span from its last event to the end.
+        for line in report.lines() {
+            let Some((t, e, what)) = deadlock_wait(line) else {
+                continue;
+            };
+            let (what, source) = match what.split_once(", called at ") {
+                Some((w, at)) => (w, Some(at)),
+                None => (what, None),
+            };
+            ev.push(json!({
+                "ph": "X", "pid": PID_THREADS, "tid": t, "ts": e, "dur": (ts.max(e) - e) + 1,
+                "name": format!("blocked: {what}"), "cat": "sync",
+                "args": {"event": e, "waits": what, "source": source},
+            }));
+        }
     }
     // Track ids start at 1: Perfetto takes thread id 0 for the idle (swapper) thread.
     for e in ev.iter_mut() {

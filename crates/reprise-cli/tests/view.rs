@@ -200,3 +200,38 @@ fn leap_timeline_shows_stripe_handovers_and_a_crash() {
         "{line}"
     );
 }
+
+#[test]
+fn deadlock_timeline_shows_each_wait_with_its_source_line() {
+    let p = program("deadlock");
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let t = w.path("deadlock.trace");
+    let mut c = w.cmd();
+    c.arg("record")
+        .arg("-o")
+        .arg(&t)
+        .arg("--")
+        .arg(format!("./{bin}"));
+    let o = run_limited(c, Duration::from_secs(120));
+    assert_eq!(
+        shell_status(&o),
+        124,
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc = view(&w, &t);
+    let (names, _) = check_rules(&doc);
+    assert_eq!(names.len(), 3);
+    let evs = doc["traceEvents"].as_array().unwrap();
+    let waits: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"].as_str().unwrap().starts_with("blocked: "))
+        .collect();
+    assert_eq!(waits.len(), 3, "one wait per thread: {waits:?}");
+    for (tid, line) in [(2u64, "deadlock.c:36)"), (3, "deadlock.c:47)")] {
+        let w = waits.iter().find(|e| e["tid"] == tid).unwrap();
+        assert!(w["name"].as_str().unwrap().contains("waits to lock"), "{w}");
+        assert!(w["args"]["source"].as_str().unwrap().ends_with(line), "{w}");
+    }
+}
