@@ -56,8 +56,20 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
                 footer.wall_ns as f64 / 1e9
             );
             if let Some((end, _)) = &rec.end {
+                let mut fault = String::new();
+                if end.kind == reprise_proto::END_FAULT {
+                    fault = format!(": signal {} at address {:#x}", end.code, end.addr);
+                    let exe = &crate::sym::recorded_exe(h);
+                    if let Some(at) = rec
+                        .fault_stack()
+                        .as_ref()
+                        .and_then(|pcs| crate::sym::stack_place(exe, pcs, true))
+                    {
+                        fault.push_str(&format!(", in code at {at}"));
+                    }
+                }
                 println!(
-                    "end: {} in thread {} at event {}",
+                    "end: {} in thread {} at event {}{fault}",
                     crate::verify::end_kind(end.kind),
                     end.tid,
                     end.event

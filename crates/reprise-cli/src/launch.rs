@@ -49,7 +49,26 @@ pub struct Launch {
     pub end_signal: Option<(i32, Vec<(u32, u64)>)>,
     /// Record: end the program (complete trace) when every thread is blocked for good.
     pub find_deadlocks: bool,
+    /// Replay under gdb: the arguments given to gdb after reprise's own (see [`GDB_SETUP`]).
+    pub gdb: Option<Vec<std::ffi::OsString>>,
 }
+
+/// gdb commands run before the user's: the signals the runtime uses pass silently (Syscall
+/// User Dispatch's SIGSYS, the hand-over signal 62, timer signals), then gdb lets the
+/// program, waiting for it before its exec, reach the exec and stops there: before `main`, with the
+/// program's symbols loaded.
+const GDB_SETUP: &[&str] = &[
+    "set pagination off",
+    "handle SIGSYS nostop noprint pass",
+    "handle SIG62 nostop noprint pass",
+    "handle SIGALRM nostop noprint pass",
+    "handle SIGVTALRM nostop noprint pass",
+    "handle SIGPROF nostop noprint pass",
+    "catch exec",
+    "continue",
+    "delete",
+    "echo reprise: the replay is stopped before main; continue to run it (turns are enforced, and it verifies at its end)\\n",
+];
 
 /// How long every thread must stay blocked, unchanged, before the recorder calls it a deadlock.
 const DEADLOCK_AFTER: Duration = Duration::from_secs(1);
@@ -228,6 +247,12 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     if l.forward_signals {
         install_forwarding();
     }
+    // Under gdb: the program waits before its exec until the launcher writes to this pipe.
+    let go_pipe = match l.gdb {
+        Some(_) => Some(pipe()?),
+        None => None,
+    };
+    let go = go_pipe.as_ref().map(|(r, _)| r.as_raw_fd());
     let start = Instant::now();
     // SAFETY: between fork and exec the child only makes async-signal-safe calls (dup2,
     // chdir, setrlimit, personality, setpgid, prctl, getppid, execve, _exit) on data prepared
@@ -268,6 +293,14 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
                 libc::_exit(125);
             }
             libc::setrlimit(libc::RLIMIT_STACK, &rl);
+            if let Some(fd) = go {
+                // Let gdb attach (Yama's ptrace_scope 1 allows only ancestors otherwise) and
+                // wait here, before the exec, until it has: gdb starts nothing itself, so the
+                // program's environment and stack are the recording's.
+                libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0);
+                let mut b = 0u8;
+                while libc::read(fd, (&mut b as *mut u8).cast(), 1) < 0 {}
+            }
             let p = libc::personality(0xffff_ffff);
             libc::personality((p as libc::c_ulong) | libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
             libc::execve(exe.as_ptr(), argv_p.as_ptr(), env_p.as_ptr());
@@ -282,6 +315,10 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         unsafe { libc::setpgid(pid, pid) };
     }
     CHILD.store(pid, std::sync::atomic::Ordering::SeqCst);
+    let mut debugger = match &l.gdb {
+        Some(args) => Some(start_gdb(pid, args, go_pipe.map(|(_, w)| w).unwrap())?),
+        None => None,
+    };
     drop((ev_w, out_w, err_w));
     let (tx, rx) = mpsc::channel();
     reader(ev_r, tx.clone(), Msg::Events);
@@ -359,7 +396,7 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
             }
             let sent_long_ago = end_sent.is_none_or(|t| t.elapsed() > Duration::from_secs(5));
             if exit.is_none() && stuck.is_none() && sent_long_ago {
-                if let Some(report) = wd.check() {
+                if let Some(report) = wd.check(pid) {
                     stuck = Some(report);
                     // SAFETY: killing our own child.
                     unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -377,6 +414,9 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         exit = Some(decode_status(st));
     }
     CHILD.store(0, std::sync::atomic::Ordering::SeqCst);
+    if let Some(g) = debugger.as_mut() {
+        let _ = g.wait();
+    }
     // Drain what is still queued.
     while let Ok(m) = rx.try_recv() {
         match m {
@@ -399,6 +439,57 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         stuck,
         deadlock,
     })
+}
+
+/// Start gdb on the program `pid`, stopped before its exec; the launcher ignores SIGINT from
+/// then on (Ctrl-C is gdb's, which stops the program).
+fn start_gdb(pid: i32, args: &[std::ffi::OsString], go: OwnedFd) -> Result<std::process::Child> {
+    let mut c = std::process::Command::new("gdb");
+    c.arg("-q").arg("-p").arg(pid.to_string());
+    for cmd in GDB_SETUP {
+        c.arg("-ex").arg(cmd);
+    }
+    c.args(args);
+    let child = match c.spawn() {
+        Ok(ch) => ch,
+        Err(e) => {
+            // SAFETY: killing our own stopped child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            bail!("cannot run gdb ({e}): install it (apt-get install gdb)");
+        }
+    };
+    // SAFETY: ignoring SIGINT in the launcher; gdb and the program have their own.
+    unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+    // Once gdb is attached (the program's TracerPid is set), let the program go on to its exec.
+    let mut child = child;
+    let status = format!("/proc/{pid}/status");
+    let t0 = Instant::now();
+    loop {
+        let traced = std::fs::read_to_string(&status)
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("TracerPid:").map(|v| v.trim() != "0"))
+            })
+            .unwrap_or(false);
+        if traced {
+            break;
+        }
+        if let Ok(Some(st)) = child.try_wait() {
+            // SAFETY: killing our own waiting child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            bail!("gdb ended ({st}) before attaching to the replay (is ptrace allowed here? see /proc/sys/kernel/yama/ptrace_scope)");
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            // SAFETY: killing our own waiting child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = child.kill();
+            bail!("gdb did not attach to the replay within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::fs::File::from(go).write_all(&[1])?;
+    Ok(child)
 }
 
 fn decode_status(st: i32) -> reprise_trace::Exit {
@@ -479,6 +570,7 @@ impl Watchdog {
         }
         let mut r = String::from("deadlock: every thread is blocked, waiting for another");
         let names = Symbols::of(pid);
+        let sym = crate::sym::Symbolizer::new(std::path::Path::new(&format!("/proc/{pid}/exe")));
         for (i, &(_, on, e, obj)) in live {
             let name = names.name(obj);
             let what = match on {
@@ -494,7 +586,13 @@ impl Watchdog {
                 WAIT_ONCE => format!("waits for another thread's initialisation of {name}"),
                 _ => "waits".to_string(),
             };
-            r.push_str(&format!("\n  thread {i} at event {e} {what}"));
+            let ktid = self.slot(i).ktid.load(Relaxed);
+            let at = sym
+                .as_ref()
+                .and_then(|sym| crate::sym::blocked_call_site(sym, pid, ktid))
+                .map(|(pc, p)| format!(", called at {pc:#x} ({p})"))
+                .unwrap_or_default();
+            r.push_str(&format!("\n  thread {i} at event {e} {what}{at}"));
         }
         Some(r)
     }
@@ -540,7 +638,7 @@ impl Watchdog {
         unsafe { &*(self.base.add(status_slot_off(i)) as *const ThreadStatus) }
     }
 
-    fn check(&mut self) -> Option<String> {
+    fn check(&mut self, pid: i32) -> Option<String> {
         let timeout = self.timeout?;
         // SAFETY: the header is at the start of the region.
         let hdr = unsafe { &*(self.base as *const StatusHeader) };
@@ -577,6 +675,8 @@ impl Watchdog {
             } else {
                 "replay made no progress within the timeout"
             });
+            let sym =
+                crate::sym::Symbolizer::new(std::path::Path::new(&format!("/proc/{pid}/exe")));
             for (i, (s, e)) in sig.iter().enumerate() {
                 let st = self.slot(i);
                 let what = match *s {
@@ -595,7 +695,14 @@ impl Watchdog {
                     ST_RUNNING => "is running".to_string(),
                     _ => continue,
                 };
-                r.push_str(&format!("\n  thread {i} at event {e} {what}"));
+                let ktid = st.ktid.load(std::sync::atomic::Ordering::Relaxed);
+                let at = sym
+                    .as_ref()
+                    .filter(|_| *s != ST_EXITED)
+                    .and_then(|sym| crate::sym::blocked_call_site(sym, pid, ktid))
+                    .map(|(pc, p)| format!(", called at {pc:#x} ({p})"))
+                    .unwrap_or_default();
+                r.push_str(&format!("\n  thread {i} at event {e} {what}{at}"));
             }
             return Some(r);
         }

@@ -13,8 +13,10 @@ mod options;
 mod record;
 mod recording;
 mod replay;
+mod sym;
 mod tracedir;
 mod verify;
+mod view;
 
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
@@ -92,6 +94,13 @@ enum Cmd {
         /// Give up after this many seconds without progress (default: max(60, 20x the recording)).
         #[arg(long)]
         timeout: Option<u64>,
+        /// Replay under gdb, stopped before main (`-- GDB ARGS` go to gdb, e.g.
+        /// `-- -batch -ex continue -ex bt`); the replay still verifies at its end.
+        #[arg(long)]
+        gdb: bool,
+        /// Arguments for gdb (after `--`, with --gdb).
+        #[arg(last = true, requires = "gdb")]
+        gdb_args: Vec<OsString>,
     },
     /// Summarise a trace (default: the latest).
     Info {
@@ -100,6 +109,15 @@ enum Cmd {
         /// Also list every thread's recorded results, signals, inputs and digests.
         #[arg(long)]
         records: bool,
+    },
+    /// Write a trace's timeline as Chrome trace-event JSON (open in ui.perfetto.dev or
+    /// chrome://tracing): one track per thread, time = each thread's event index.
+    View {
+        /// Trace file.
+        trace: Option<PathBuf>,
+        /// JSON file to write.
+        #[arg(short, long, default_value = "reprise-timeline.json")]
+        output: PathBuf,
     },
     /// Benchmark native, floor, tsan, record and replay on the suite and bug programs.
     Bench {
@@ -169,12 +187,16 @@ fn main() {
             trace,
             jitter,
             timeout,
+            gdb,
+            gdb_args,
         } => replay::replay(replay::ReplayOpts {
             trace,
             jitter,
             timeout: timeout.map(std::time::Duration::from_secs),
+            gdb: gdb.then_some(gdb_args),
         }),
         Cmd::Info { trace, records } => info::info(trace, records),
+        Cmd::View { trace, output } => view::view(trace, output),
         Cmd::Bench {
             programs,
             strategies,

@@ -277,6 +277,7 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<(i32, Option<PathBuf>)> 
         forward_signals: true,
         end_signal: None,
         find_deadlocks: true,
+        gdb: None,
     };
     let mut sink = RecordSink {
         w,

@@ -44,6 +44,11 @@ pub struct Recording {
     pub model_log: Vec<u8>,
     /// Events per kind (`reprise_proto::F_KINDS`), when the end was recorded.
     pub kinds: Option<[u64; KINDS]>,
+    /// Stacks of threads that faulted, the first of each: (thread, the faulting instruction
+    /// then return addresses); see [`Recording::fault_stack`].
+    pub fault_stacks: Vec<(u32, Vec<u64>)>,
+    /// Stack of the thread that reported a divergence (replay only): return addresses.
+    pub diverge_stack: Option<(u32, Vec<u64>)>,
 }
 
 impl Recording {
@@ -98,6 +103,15 @@ impl Recording {
                     *self.trapped.entry(n).or_default() += c as u64;
                 }
             }
+            Frame::Stack { tid, what, pcs } => {
+                if what == STACK_FAULT {
+                    if !self.fault_stacks.iter().any(|(t, _)| *t == tid) {
+                        self.fault_stacks.push((tid, pcs));
+                    }
+                } else if self.diverge_stack.is_none() {
+                    self.diverge_stack = Some((tid, pcs));
+                }
+            }
             Frame::Diverge {
                 tid,
                 event,
@@ -121,6 +135,17 @@ impl Recording {
             );
         }
         Ok(r)
+    }
+
+    /// The stack of the thread whose fault ended the process (two threads may fault at once:
+    /// the one that ended it is the end's).
+    pub fn fault_stack(&self) -> Option<&[u64]> {
+        let (end, _) = self.end.as_ref()?;
+        (end.kind == END_FAULT).then_some(())?;
+        self.fault_stacks
+            .iter()
+            .find(|(t, _)| *t == end.tid)
+            .map(|(_, pcs)| pcs.as_slice())
     }
 
     /// Total events (sum of final counts), when the end was recorded.

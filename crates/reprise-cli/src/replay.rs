@@ -18,6 +18,8 @@ pub struct ReplayOpts {
     pub jitter: u64,
     /// Timeout without progress.
     pub timeout: Option<Duration>,
+    /// Run under gdb with these arguments for gdb.
+    pub gdb: Option<Vec<std::ffi::OsString>>,
 }
 
 /// Failure that ends a replay with status 125.
@@ -158,18 +160,27 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
                     0
                 },
         ),
-        watchdog: Some(timeout),
+        // Under gdb the program may stay stopped for as long as the user likes.
+        watchdog: if o.gdb.is_some() { None } else { Some(timeout) },
         forward_signals: false,
         end_signal: rec.end.as_ref().and_then(|(end, finals)| {
             (end.kind == reprise_proto::END_SIGNAL && end.tid == reprise_proto::END_TID_NONE)
                 .then(|| (end.code, finals.iter().map(|(&t, &n)| (t, n)).collect()))
         }),
         find_deadlocks: false,
+        gdb: o.gdb.clone(),
     };
     let mut sink = ReplaySink::default();
     let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
     if let Some((_, _, msg)) = &sink.rec.diverged {
-        return fail(format!("replay diverged: {msg}"));
+        // Name the source line where the diverging thread was (its access or call).
+        let at = sink.rec.diverge_stack.as_ref().and_then(|(_, pcs)| {
+            crate::sym::stack_place(&crate::sym::recorded_exe(&header), pcs, false)
+        });
+        return fail(match at {
+            Some(at) => format!("replay diverged: {msg}, in code at {at}"),
+            None => format!("replay diverged: {msg}"),
+        });
     }
     if let Some(report) = ended.stuck {
         return fail(report);

@@ -176,3 +176,51 @@ fn changed_binary_is_rejected() {
     let why = replay_rejected(&w, &r.trace);
     assert!(why.contains("changed"), "{why}");
 }
+
+#[test]
+fn divergence_report_names_the_source_line() {
+    // A changed digest checkpoint of a worker: the replay diverges there, and the report names
+    // the access's source line and function in the program, next to the address.
+    let (w, r) = recorded_with("counter_race", &["--strategy", "ownership"]);
+    let dst = w.path("digest.trace");
+    let ok = rewrite(&r.trace, &dst, |frames| {
+        for f in frames.iter_mut() {
+            if let Frame::Thread { tid, records } = f {
+                if *tid == 0 {
+                    continue;
+                }
+                for rec in records.iter_mut() {
+                    if let Record::Digest(p) = rec {
+                        p.value ^= 1;
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    });
+    assert!(ok, "the recording has no worker checkpoint");
+    let why = replay_rejected(&w, &dst);
+    eprintln!("changed digest: {why}");
+    assert!(why.contains("diverged in events"), "{why}");
+    assert!(
+        why.contains("in code at 0x"),
+        "the report names no code address: {why}"
+    );
+    let at = why
+        .find("counter_race.c:")
+        .unwrap_or_else(|| panic!("no source line of counter_race.c: {why}"));
+    let line: String = why[at + "counter_race.c:".len()..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    let line: usize = line
+        .parse()
+        .unwrap_or_else(|_| panic!("no line number: {why}"));
+    let src = std::fs::read_to_string(root().join("tests/programs/counter_race.c")).unwrap();
+    assert!(line >= 1 && line <= src.lines().count(), "{why}");
+    assert!(
+        why.contains("worker at "),
+        "the report names no function: {why}"
+    );
+}

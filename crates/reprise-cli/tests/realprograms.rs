@@ -573,6 +573,12 @@ fn deadlock(compiler: &str) {
             "waits to lock `a` (0x",
             ", held by thread 1",
             ", held by thread 2",
+            // Where each thread called the blocking function, by source line.
+            "(main at ",
+            "(ab at ",
+            "deadlock.c:36)",
+            "(ba at ",
+            "deadlock.c:47)",
         ] {
             assert!(ours.contains(l), "`{l}` missing from:\n{ours}");
         }
@@ -666,7 +672,12 @@ fn hundred_recordings_exit_after_create() {
 /// The four end-of-process patterns under LEAP too (where the divergences were first seen).
 #[test]
 fn leap_end_patterns() {
-    for name in ["exit_after_create", "detached_exit", "crash_sometimes", "local_static"] {
+    for name in [
+        "exit_after_create",
+        "detached_exit",
+        "crash_sometimes",
+        "local_static",
+    ] {
         recordings_each_compiler(name, 10, &["--strategy", "leap"]);
     }
 }

@@ -118,6 +118,16 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
                 message: String::from_utf8_lossy(&p[12..]).into_owned(),
             })
         }
+        F_STACK => {
+            if p.len() < 8 || !(p.len() - 8).is_multiple_of(8) {
+                return Err(short());
+            }
+            Ok(Frame::Stack {
+                tid: u32_at(p, 0),
+                what: u32_at(p, 4),
+                pcs: p[8..].chunks_exact(8).map(|c| u64_at(c, 0)).collect(),
+            })
+        }
         _ => Err(DecodeError(format!("unknown frame tag {tag}"))),
     }
 }
@@ -250,6 +260,14 @@ pub fn encode_frame(f: &Frame) -> Vec<u8> {
                 p.extend_from_slice(&c.to_le_bytes());
             }
             F_STATS
+        }
+        Frame::Stack { tid, what, pcs } => {
+            p.extend_from_slice(&tid.to_le_bytes());
+            p.extend_from_slice(&what.to_le_bytes());
+            for a in pcs {
+                p.extend_from_slice(&a.to_le_bytes());
+            }
+            F_STACK
         }
         Frame::Diverge {
             tid,

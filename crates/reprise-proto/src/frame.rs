@@ -21,6 +21,16 @@ pub const F_MODEL: u8 = 6;
 /// Frame tag: events per kind over all threads, [`KINDS`] `u64` counts indexed by [`kind`];
 /// sent once at the process end.
 pub const F_KINDS: u8 = 7;
+/// Frame tag: code addresses for a report, `u32 tid, u32 what` ([`STACK_FAULT`] or
+/// [`STACK_DIVERGE`]), then `u64` addresses, innermost first (for a fault the first one is
+/// the faulting instruction, the others return addresses). The launcher names source lines.
+pub const F_STACK: u8 = 8;
+/// [`F_STACK`] `what`: the stack of the thread whose fault ended the process.
+pub const STACK_FAULT: u32 = 0;
+/// [`F_STACK`] `what`: the stack of the thread that saw a replay divergence.
+pub const STACK_DIVERGE: u32 = 1;
+/// Most addresses in one [`F_STACK`] frame.
+pub const STACK_MAX: usize = 24;
 /// Number of event kinds counted in [`F_KINDS`].
 pub const KINDS: usize = 16;
 
@@ -116,6 +126,15 @@ pub enum Frame {
     Model(Vec<u8>),
     /// Events per kind, summed over threads.
     Kinds([u64; KINDS]),
+    /// Code addresses for a report ([`F_STACK`]).
+    Stack {
+        /// Thread.
+        tid: u32,
+        /// [`STACK_FAULT`] or [`STACK_DIVERGE`].
+        what: u32,
+        /// Addresses, innermost first.
+        pcs: Vec<u64>,
+    },
     /// Divergence seen by the runtime during replay.
     Diverge {
         /// Thread.

@@ -147,17 +147,29 @@ pub fn checkpoint(t: &mut Thread, e: u64) {
                 t,
                 e,
                 format_args!(
-                    "thread {} diverged in events {}..{}: digest {:#018x} recorded at event {}, {:#018x} now (last access at {:#x})",
+                    "thread {} diverged in events {}..{}: digest {:#018x} recorded at event {}, {:#018x} now{}",
                     t.tid,
                     e.saturating_sub(every) + 1,
                     e,
                     rec.value,
                     rec.event,
                     d,
-                    t.pending_addr
+                    LastAccess(t.pending_addr)
                 ),
             );
         }
+    }
+}
+
+/// " (last access at 0xADDR)" when the thread has a pending access's address (LEAP and the
+/// model strategies, and ownership's full verification), else nothing.
+struct LastAccess(usize);
+impl core::fmt::Display for LastAccess {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        if self.0 != 0 {
+            write!(f, " (last access at {:#x})", self.0)?;
+        }
+        Ok(())
     }
 }
 
@@ -179,6 +191,8 @@ pub fn diverge(t: &Thread, e: u64, msg: core::fmt::Arguments<'_>) -> ! {
             Ok(())
         }
     }
+    // Where the thread is (the access or call whose callback saw it), for the source line.
+    crate::channel::send_stack(t.tid, STACK_DIVERGE, None);
     let mut b = Buf {
         b: [0; 600],
         n: FRAME_HDR + 12,

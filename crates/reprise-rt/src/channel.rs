@@ -4,7 +4,7 @@
 
 use crate::sys;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use reprise_proto::FD_CHANNEL;
+use reprise_proto::{put_frame_header, FD_CHANNEL, FRAME_HDR, F_STACK, STACK_MAX};
 
 static LOCK: AtomicU32 = AtomicU32::new(0);
 static BROKEN: AtomicBool = AtomicBool::new(false);
@@ -40,4 +40,33 @@ pub fn send(frame: &[u8]) {
         BROKEN.store(true, Ordering::Relaxed);
     }
     unlock();
+}
+
+/// Send the code addresses of this thread's stack for a report ([`F_STACK`]): `first` (a
+/// fault's instruction) and then the return addresses glibc's `backtrace` finds (the unwinder
+/// was loaded at start, so it allocates nothing now). Only on the way to the process's end
+/// (a fault, a divergence); the launcher names their source lines.
+#[cold]
+pub fn send_stack(tid: u32, what: u32, first: Option<u64>) {
+    extern "C" {
+        fn backtrace(buf: *mut *mut libc::c_void, n: libc::c_int) -> libc::c_int;
+    }
+    let mut pcs = [core::ptr::null_mut::<libc::c_void>(); STACK_MAX];
+    let mut n = 0usize;
+    if let Some(pc) = first {
+        pcs[0] = pc as *mut libc::c_void;
+        n = 1;
+    }
+    // SAFETY: `backtrace` writes at most the given count of entries into the buffer's rest.
+    let got = unsafe { backtrace(pcs.as_mut_ptr().add(n), (STACK_MAX - n) as libc::c_int) };
+    n += got.max(0) as usize;
+    let mut frame = [0u8; FRAME_HDR + 8 + 8 * STACK_MAX];
+    put_frame_header(&mut frame, F_STACK, 8 + 8 * n);
+    frame[FRAME_HDR..FRAME_HDR + 4].copy_from_slice(&tid.to_le_bytes());
+    frame[FRAME_HDR + 4..FRAME_HDR + 8].copy_from_slice(&what.to_le_bytes());
+    for (i, p) in pcs[..n].iter().enumerate() {
+        let o = FRAME_HDR + 8 + 8 * i;
+        frame[o..o + 8].copy_from_slice(&(*p as u64).to_le_bytes());
+    }
+    send(&frame[..FRAME_HDR + 8 + 8 * n]);
 }

@@ -338,6 +338,15 @@ extern "C" fn on_fault(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_v
             )
         };
         access::forget_pending(th);
+        // The faulting instruction (the kernel's saved RIP) and the stack, for source lines.
+        let rip = if ctx.is_null() {
+            None
+        } else {
+            // SAFETY: ctx is the kernel's ucontext for this synchronous signal.
+            let uc = unsafe { &*(ctx as *const libc::ucontext_t) };
+            Some(uc.uc_mcontext.gregs[libc::REG_RIP as usize] as u64)
+        };
+        crate::channel::send_stack(th.tid, STACK_FAULT, rip);
         let end = ProcessEnd {
             kind: END_FAULT,
             tid: th.tid,
