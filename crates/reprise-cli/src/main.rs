@@ -75,6 +75,14 @@ enum Cmd {
         /// signal, a deadlock); the passing runs' traces are deleted. Exits with its status.
         #[arg(long, value_name = "N")]
         until_fail: Option<u32>,
+        /// With --until-fail: a run fails when it exits with this shell status (128 + the
+        /// signal's number for a signal, 124 for a deadlock) instead of any non-zero one.
+        #[arg(long, value_name = "S", requires = "until_fail")]
+        until_status: Option<i32>,
+        /// With --until-fail: a run fails when its stdout or stderr matches this regular
+        /// expression (or, with --until-status too, when either holds).
+        #[arg(long, value_name = "REGEX", requires = "until_fail")]
+        until_output: Option<regex::Regex>,
         /// Perturb scheduling while recording (seeded random yields and short sleeps at every
         /// access and synchronisation) so rare interleavings show more often; slower. The
         /// trace replays exactly without it (the seed is kept in the trace header).
@@ -165,6 +173,8 @@ fn main() {
             portable: _,
             no_sud,
             until_fail,
+            until_status,
+            until_output,
             chaos,
             cmd,
         } => {
@@ -180,6 +190,8 @@ fn main() {
                 hash_reads,
                 no_sud,
                 until_fail,
+                until_status,
+                until_output,
                 chaos,
             })
         }

@@ -21,6 +21,11 @@ pub struct RecordOpts {
     pub cmd: Vec<std::ffi::OsString>,
     /// Record up to this many runs and keep the first that fails.
     pub until_fail: Option<u32>,
+    /// With `until_fail`: the failing run is the one with this shell status.
+    pub until_status: Option<i32>,
+    /// With `until_fail`: the failing run is the one whose output matches (or, with
+    /// `until_status` too, either).
+    pub until_output: Option<regex::Regex>,
     /// Perturb scheduling while recording (seeded random yields and sleeps at every access).
     pub chaos: bool,
     /// Re-execute regular-file reads in replay (checked by hash) instead of recording them.
@@ -102,6 +107,10 @@ struct RecordSink {
     /// Decoded alongside, to summarise at the end.
     rec: Recording,
     pending: Vec<u8>,
+    /// Whether to keep every byte of stdout and stderr (`--until-output`).
+    keep_output: bool,
+    all_out: Vec<u8>,
+    all_err: Vec<u8>,
 }
 
 impl RecordSink {
@@ -134,10 +143,16 @@ impl Sink for RecordSink {
     }
     fn stdout(&mut self, b: &[u8]) -> Result<()> {
         self.out.extend_from_slice(b);
+        if self.keep_output {
+            self.all_out.extend_from_slice(b);
+        }
         Ok(())
     }
     fn stderr(&mut self, b: &[u8]) -> Result<()> {
         self.err.extend_from_slice(b);
+        if self.keep_output {
+            self.all_err.extend_from_slice(b);
+        }
         Ok(())
     }
     fn tick(&mut self) -> Result<()> {
@@ -152,22 +167,35 @@ impl Sink for RecordSink {
 /// Record; returns the shell status to exit with.
 pub fn record(o: RecordOpts) -> Result<i32> {
     let Some(n) = o.until_fail else {
-        return Ok(record_one(&o, true)?.0);
+        return Ok(record_one(&o, true)?.status);
     };
     if n == 0 {
         bail!("--until-fail takes a number of runs of at least 1");
     }
     for run in 1..=n {
-        let (status, path) = record_one(&o, false)?;
-        let Some(path) = path else {
+        let Run {
+            status,
+            trace,
+            output,
+        } = record_one(&o, false)?;
+        let Some(path) = trace else {
             return Ok(status); // nothing was run (the program cannot be executed)
         };
-        if status != 0 {
+        let failed = match (o.until_status, &o.until_output) {
+            (None, None) => status != 0,
+            (s, re) => s == Some(status) || re.as_ref().is_some_and(|re| re.is_match(&output)),
+        };
+        if failed {
             if o.output.is_none() {
                 crate::tracedir::set_latest(&path);
             }
+            let what = if o.until_status.is_some() || o.until_output.is_some() {
+                "met the condition"
+            } else {
+                "failed"
+            };
             eprintln!(
-                "reprise: run {run} of up to {n} failed (status {status}): trace saved to {}",
+                "reprise: run {run} of up to {n} {what} (status {status}): trace saved to {}",
                 path.display()
             );
             return Ok(status);
@@ -179,9 +207,18 @@ pub fn record(o: RecordOpts) -> Result<i32> {
     Ok(0)
 }
 
-/// Record one run; `announce`: say where the trace went and make it the latest. Returns the
-/// status `reprise record` exits with and the trace (None: nothing was run).
-fn record_one(o: &RecordOpts, announce: bool) -> Result<(i32, Option<PathBuf>)> {
+/// One recorded run.
+struct Run {
+    /// The status `reprise record` exits with.
+    status: i32,
+    /// The trace (None: nothing was run).
+    trace: Option<PathBuf>,
+    /// The program's stdout then stderr, when `--until-output` looks at them.
+    output: String,
+}
+
+/// Record one run; `announce`: say where the trace went and make it the latest.
+fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
     // A fresh seed per run (a run that fails is replayed from what it recorded, not re-run).
     let chaos = if o.chaos {
         std::time::SystemTime::now()
@@ -202,7 +239,11 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<(i32, Option<PathBuf>)> 
         Err((status, why)) => {
             // As a shell would: nothing was run, no trace is saved.
             eprintln!("reprise: {why}");
-            return Ok((status, None));
+            return Ok(Run {
+                status,
+                trace: None,
+                output: String::new(),
+            });
         }
     };
     let name = exe
@@ -287,6 +328,9 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<(i32, Option<PathBuf>)> 
         last: Instant::now(),
         rec: Recording::default(),
         pending: Vec::new(),
+        keep_output: o.until_output.is_some(),
+        all_out: Vec::new(),
+        all_err: Vec::new(),
     };
     let ended = launch::run(&launch, &mut sink)?;
     sink.flush()?;
@@ -311,7 +355,16 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<(i32, Option<PathBuf>)> 
     }
     if let Some(report) = &ended.deadlock {
         say_lines("", report);
-        return Ok((DEADLOCK_STATUS, Some(path)));
     }
-    Ok((ended.exit.shell_status(), Some(path)))
+    let mut output = String::from_utf8_lossy(&sink.all_out).into_owned();
+    output.push_str(&String::from_utf8_lossy(&sink.all_err));
+    Ok(Run {
+        status: if ended.deadlock.is_some() {
+            DEADLOCK_STATUS
+        } else {
+            ended.exit.shell_status()
+        },
+        trace: Some(path),
+        output,
+    })
 }

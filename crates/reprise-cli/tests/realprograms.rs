@@ -789,3 +789,51 @@ fn chaos_recordings_replay_verified() {
     }
     catch_crash(&Work::new(), &["--chaos"]);
 }
+
+/// `--until-status S` keeps the first run that exits with S (here crash_sometimes' clean exit,
+/// 0), `--until-output REGEX` the first whose output matches (counter_race's lost update: a
+/// final count other than 90000); each kept trace replays verified with the matching output.
+#[test]
+fn until_status_and_until_output_pick_the_run() {
+    for (name, cond, want) in [
+        ("crash_sometimes", ["--until-status", "0"], None),
+        (
+            "counter_race",
+            ["--until-output", "final=([0-8][0-9]{4}|[0-9]{1,4})\\b"],
+            Some("final="),
+        ),
+    ] {
+        let p = program(name);
+        let w = Work::new();
+        let bin = w.build(&p, "gcc");
+        let mut c = w.cmd();
+        c.args(["record", "--until-fail", "100", "-o", "kept.trace"])
+            .args(cond)
+            .arg("--")
+            .arg(format!("./{bin}"))
+            .args(&p.args);
+        let o = run_limited(c, Duration::from_secs(600));
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(
+            err.contains("met the condition (status ") && err.contains("trace saved to kept.trace"),
+            "{name}: no run kept:\n{err}"
+        );
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        if let Some(w) = want {
+            assert!(out.contains(w) && !out.contains("final=90000"), "{out}");
+        } else {
+            assert_eq!(shell_status(&o), 0, "{err}");
+        }
+        let r = Recorded {
+            trace: w.path("kept.trace"),
+            stdout: o.stdout.clone(),
+            stderr: err
+                .lines()
+                .filter(|l| !l.starts_with("reprise:"))
+                .flat_map(|l| format!("{l}\n").into_bytes())
+                .collect(),
+            status: shell_status(&o),
+        };
+        replay_kept(&w, &r, &format!("{name}-until-condition"));
+    }
+}
