@@ -121,6 +121,9 @@ pub struct Thread {
     pub own_replay: bool,
     /// Order-sensitive digest of (stripe, position, kind, value).
     pub digest: u64,
+    /// Nonzero once the thread's final checkpoint was logged (by itself at its end, or by the
+    /// thread that ends the process): claimed with a compare-exchange, so it is logged once.
+    pub final_claim: AtomicU32,
     /// Runtime entries so far (the position of asynchronous signal deliveries) minus events
     /// (wrapping): a fast-path callback is both an entry and an event, so it changes neither
     /// this nor anything but the event counter. See [`Thread::entries`].
@@ -448,7 +451,9 @@ pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
     th.parent = parent;
     th.nth = nth;
     th.digest = 0xcbf2_9ce4_8422_2325 ^ tid as u64;
-    th.rng = JITTER.load(Ordering::Relaxed) ^ ((tid as u64 + 1) * 0x9E37_79B9_7F4A_7C15);
+    // Wrapping: a seed mixer, not a count (a debug build checks overflow).
+    th.rng = JITTER.load(Ordering::Relaxed) ^ (tid as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    th.final_claim.store(0, Ordering::Relaxed);
     th.log_len = 0;
     th.entry_bias = 0;
     th.next_ckpt = 0;
