@@ -110,7 +110,17 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
             header.strategy
         ));
     }
-    let exe = PathBuf::from(std::ffi::OsStr::from_bytes(&header.exe_path));
+    if header.runtime_version != env!("CARGO_PKG_VERSION") {
+        return fail(format!(
+            "the trace was recorded with reprise runtime {}, this is {}: replay it with that version or record again",
+            header.runtime_version,
+            env!("CARGO_PKG_VERSION")
+        ));
+    }
+    // The program runs in the recorded directory (a relative path is relative to it): hash
+    // the file that will run, not one at the same relative path here.
+    let exe = PathBuf::from(std::ffi::OsStr::from_bytes(&header.cwd))
+        .join(std::ffi::OsStr::from_bytes(&header.exe_path));
     let hash = crate::record::exe_hash(&exe)
         .map_err(|e| Fail(format!("the recorded program is missing: {e}")))?;
     if hash != header.exe_hash {
