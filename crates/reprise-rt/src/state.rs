@@ -124,6 +124,9 @@ pub struct Thread {
     /// Nonzero once the thread's final checkpoint was logged (by itself at its end, or by the
     /// thread that ends the process): claimed with a compare-exchange, so it is logged once.
     pub final_claim: AtomicU32,
+    /// Model strategies: the order-bearing key of the thread's last model event
+    /// (`model::order_key`), folded by its `count_event`.
+    pub model_key: u64,
     /// Runtime entries so far (the position of asynchronous signal deliveries) minus events
     /// (wrapping): a fast-path callback is both an entry and an event, so it changes neither
     /// this nor anything but the event counter. See [`Thread::entries`].

@@ -359,7 +359,7 @@ fn ranged(dst: usize, src: usize, n: usize) {
             access::fold_pending(t);
             access::jitter(t);
             crate::model::event(t, || crate::model::op_for(kind::RANGE, dst as u64 >> 3));
-            access::count_event(t, 0, 0, kind::RANGE);
+            access::count_event(t, 0, t.model_key, kind::RANGE);
         }
         Strategy::Leap => {
             access::fold_pending(t);
