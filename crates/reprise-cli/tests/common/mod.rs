@@ -263,6 +263,11 @@ pub fn replay_rejected(w: &Work, trace: &Path) -> String {
         err.lines().any(|l| l.starts_with("reprise: ")),
         "no reason given:\n{err}"
     );
+    // A replay that hangs until the watchdog ends it has not named what was damaged.
+    assert!(
+        !err.contains("replay is stuck"),
+        "a damaged trace made the replay hang instead of naming the damage:\n{err}"
+    );
     err
 }
 
