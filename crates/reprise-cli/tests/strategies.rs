@@ -107,6 +107,7 @@ fn model_strategies_replay_a_barrier_kernel() {
         source: root.join("bench/programs/fft.c"),
         cplusplus: false,
         racy: false,
+        clock: false,
         crashes: false,
         args: ["-t", "2", "-n", "1024"].map(String::from).to_vec(),
     };
