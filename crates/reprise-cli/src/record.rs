@@ -289,6 +289,7 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<(i32, Option<PathBuf>)> 
         forward_signals: true,
         end_signal: None,
         find_deadlocks: true,
+        cut: false,
     };
     let mut sink = RecordSink {
         w,
@@ -322,7 +323,10 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<(i32, Option<PathBuf>)> 
         crate::tracedir::set_latest(&path);
     }
     if sink.rec.end.is_none() {
-        eprintln!("reprise: warning: the runtime did not see the process end (killed, _exit or exec?); the trace is partial");
+        eprintln!(
+            "reprise: the recording was cut short ({}): a replay checks it up to the cut",
+            crate::replay::cut_reason(&ended.exit)
+        );
     }
     if announce {
         eprintln!("reprise: trace saved to {}", path.display());

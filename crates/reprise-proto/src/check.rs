@@ -17,7 +17,7 @@ fn u32_at(b: &[u8], off: usize) -> Option<u32> {
 
 /// Whether `len` items of `size` bytes at the 8-aligned offset `off` fit in `total` bytes.
 fn within(total: usize, off: u64, len: u64, size: usize) -> bool {
-    off % 8 == 0
+    off.is_multiple_of(8)
         && len
             .checked_mul(size as u64)
             .and_then(|n| off.checked_add(n))
@@ -81,7 +81,7 @@ pub fn check_config(b: &[u8]) -> Result<(), &'static str> {
             f(offset_of!(ThreadIndex, data_off))?,
             f(offset_of!(ThreadIndex, data_len))?,
         );
-        if !off.checked_add(len).is_some_and(|e| e <= b.len() as u64) {
+        if off.checked_add(len).is_none_or(|e| e > b.len() as u64) {
             return Err("thread records out of bounds");
         }
     }
@@ -89,7 +89,7 @@ pub fn check_config(b: &[u8]) -> Result<(), &'static str> {
         field(offset_of!(ConfigHeader, model_off))?,
         field(offset_of!(ConfigHeader, model_len))?,
     );
-    if mlen != 0 && !moff.checked_add(mlen).is_some_and(|e| e <= b.len() as u64) {
+    if mlen != 0 && moff.checked_add(mlen).is_none_or(|e| e > b.len() as u64) {
         return Err("model log out of bounds");
     }
     Ok(())

@@ -26,7 +26,7 @@ pub use check::check_config;
 use core::sync::atomic::{AtomicU32, AtomicU64};
 
 /// Did this change the wire? Bump it; the runtime refuses a config of another version.
-pub const PROTO_VERSION: u32 = 6;
+pub const PROTO_VERSION: u32 = 7;
 /// Config memfd (launcher -> runtime).
 pub const FD_CONFIG: i32 = 1000;
 /// Event pipe (runtime -> launcher).
@@ -235,6 +235,11 @@ pub const END_FAULT: u32 = 2;
 pub const END_SIGNAL: u32 = 3;
 /// [`ProcessEnd::tid`] of an end that belongs to no thread.
 pub const END_TID_NONE: u32 = u32::MAX;
+/// Replay config only: the recording was cut short (the program killed by SIGKILL, say) before
+/// the runtime saw its end. Each thread's `final_events` is the last event its flushed records
+/// show; the replay runs every thread as far as the trace goes (parking past that count or at
+/// the end of its recorded data), then the launcher ends it (`StatusHeader::end_request`).
+pub const END_CUT: u32 = 4;
 
 /// Status of one thread for the watchdog (shared memory, written by the runtime).
 #[repr(C)]
@@ -300,6 +305,10 @@ pub struct StatusHeader {
     /// A signal the launcher sends to end the process (a deadlock found while recording, and
     /// its replay): the runtime ends the process with it whatever the program's handler.
     pub end_request: AtomicU32,
+    /// Record (and replay of a cut-short recording): bumped by the launcher every 50 ms; a thread that sees it changed at a runtime
+    /// entry sends its buffered records and the stripes' buffered vectors it can take at once,
+    /// so a recording cut short (SIGKILL) holds what happened until shortly before the cut.
+    pub flush_epoch: AtomicU32,
 }
 
 /// Size of the status memfd.

@@ -476,6 +476,11 @@ pub fn die_of(sig: i32) -> ! {
 /// when it came (its final count reached, every recorded result taken: a thread blocked in a
 /// call that returned in the recording is not there yet, though its count is).
 pub fn replay_end_reached() -> bool {
+    if state::config().end.kind == END_CUT {
+        // A cut-short recording: the launcher ends the replay once every thread went as far
+        // as the trace goes (whatever its count).
+        return true;
+    }
     let n = state::config().nthreads;
     (0..n).all(|tid| {
         let Some(ti) = state::thread_index(tid) else {
@@ -510,7 +515,7 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     st.events
         .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
     st.state.store(ST_EXIT_WAIT, Ordering::SeqCst);
-    if state::REPLAY.load(Ordering::Relaxed) {
+    if state::REPLAY.load(Ordering::Relaxed) && state::config().end.kind != END_CUT {
         let n = state::config().nthreads;
         for tid in 0..n {
             if tid == t.tid {
@@ -534,7 +539,11 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     if state::strategy() == state::Strategy::Ownership && !state::REPLAY.load(Ordering::Relaxed) {
         crate::ownership::stop_all(t.tid);
     }
-    leap::lock_and_flush_all();
+    if state::REPLAY.load(Ordering::Relaxed) && state::config().end.kind == END_CUT {
+        leap::try_lock_and_flush_all();
+    } else {
+        leap::lock_and_flush_all();
+    }
     crate::model::finish();
     let n = state::NEXT_TID.load(Ordering::SeqCst);
     if end.tid != END_TID_NONE {

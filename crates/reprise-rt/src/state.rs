@@ -127,6 +127,8 @@ pub struct Thread {
     /// Model strategies: the order-bearing key of the thread's last model event
     /// (`model::order_key`), folded by its `count_event`.
     pub model_key: u64,
+    /// Record: the launcher's flush epoch this thread last acted on (`leap::periodic_flush`).
+    pub seen_epoch: u32,
     /// Runtime entries so far (the position of asynchronous signal deliveries) minus events
     /// (wrapping): a fast-path callback is both an entry and an event, so it changes neither
     /// this nor anything but the event counter. See [`Thread::entries`].
@@ -419,6 +421,7 @@ pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
     // Wrapping: a seed mixer, not a count (a debug build checks overflow).
     th.rng = JITTER.load(Ordering::Relaxed) ^ (tid as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     th.final_claim.store(0, Ordering::Relaxed);
+    th.seen_epoch = 0;
     th.log_len = 0;
     th.entry_bias = 0;
     th.next_ckpt = 0;
