@@ -94,7 +94,7 @@ pub fn cut_reason(exit: &reprise_trace::Exit) -> String {
     match *exit {
         reprise_trace::Exit::Signaled(s) => format!("the program was killed by {}", signal_name(s)),
         reprise_trace::Exit::Exited(c) => format!(
-            "the program ended with status {c} where the runtime did not see it: `_exit`, exec, or its recorder killed"
+            "the program ended with status {c} where the runtime did not see it: `_exit` or exec"
         ),
     }
 }

@@ -23,19 +23,25 @@ fn killed() -> Program {
     }
 }
 
+const KILLED: &str = "the program was killed by SIGKILL";
+
 /// Replay a cut-short trace: exit 137, the promised message; returns (events, reproduced
 /// output bytes) from it.
 fn replay_cut(w: &Work, r: &Recorded) -> (u64, u64) {
+    replay_cut_as(w, r, KILLED)
+}
+
+fn replay_cut_as(w: &Work, r: &Recorded, why: &str) -> (u64, u64) {
     let mut c = w.cmd();
     c.arg("replay").arg(&r.trace);
     let o = run_limited(c, Duration::from_secs(120));
     let err = String::from_utf8_lossy(&o.stderr);
-    let lead = "reprise: replay verified up to the end of the recording (the program was killed by SIGKILL): ";
+    let lead = format!("reprise: replay verified up to the end of the recording ({why}): ");
     let line = err
         .lines()
-        .find(|l| l.starts_with(lead))
+        .find(|l| l.starts_with(&lead))
         .unwrap_or_else(|| panic!("not verified up to the cut (status {}):\n{err}", shell_status(&o)));
-    assert_eq!(shell_status(&o), 137, "{err}");
+    assert_eq!(shell_status(&o), r.status, "{err}");
     assert!(r.stdout.starts_with(&o.stdout), "the replay's output is not the recording's");
     // "<E> events, <T> threads, <K> of <N> output bytes"
     let f: Vec<&str> = line[lead.len()..].split_whitespace().collect();
@@ -70,6 +76,21 @@ fn program_killing_itself_replays_to_the_cut() {
         assert!(events > 1000, "{strategy}: only {events} events replayed");
         assert!(bytes > 0, "{strategy}: no output replayed");
     }
+}
+
+#[test]
+fn program_calling_exit_directly_replays_to_the_cut() {
+    let p = killed();
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let r = record(&w, &bin, &["exit".into()], "exit.trace", &[]);
+    assert_eq!(r.status, 3);
+    let (events, _) = replay_cut_as(
+        &w,
+        &r,
+        "the program ended with status 3 where the runtime did not see it: `_exit` or exec",
+    );
+    assert!(events > 1000, "only {events} events replayed");
 }
 
 #[test]
