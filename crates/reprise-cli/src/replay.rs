@@ -154,8 +154,11 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     }
     // The program runs in the recorded directory (a relative path is relative to it): hash
     // the file that will run, not one at the same relative path here.
-    let exe = PathBuf::from(std::ffi::OsStr::from_bytes(&header.cwd))
-        .join(std::ffi::OsStr::from_bytes(&header.exe_path));
+    let exe: PathBuf = PathBuf::from(std::ffi::OsStr::from_bytes(&header.cwd))
+        .join(std::ffi::OsStr::from_bytes(&header.exe_path))
+        .components()
+        .filter(|c| *c != std::path::Component::CurDir)
+        .collect();
     let hash = crate::record::exe_hash(&exe)
         .map_err(|e| Fail(format!("the recorded program is missing: {e}")))?;
     if hash != header.exe_hash {
