@@ -17,6 +17,7 @@
 use crate::channel;
 use crate::state::{self, Thread};
 use crate::sys;
+use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use reprise_proto::*;
 
@@ -33,22 +34,44 @@ pub struct Stripe {
     waiters: AtomicU32,
     /// Replay: `run index << 32 | used in that run`; written only by the turn holder.
     cursor: AtomicU64,
-    /// Turns taken so far (the access's position in the vector; under the ticket lock).
-    seq: u64,
-    len: u32,
     /// Record: threads asleep on `serving` (so an unlock wakes only when someone sleeps).
     sleepers: AtomicU32,
+    /// What only the holder of the stripe's ticket touches ([`holder_rec`]).
+    rec: UnsafeCell<StripeRec>,
+}
+
+/// The part of a stripe owned by the holder of its ticket: every thread has a shared
+/// reference to every stripe (the atomics), and this cell is the only thing reached mutably,
+/// by one thread at a time.
+#[repr(C)]
+struct StripeRec {
+    /// Turns taken so far (the access's position in the vector).
+    seq: u64,
+    len: u32,
     buf: [VecEntry; BUF],
+}
+
+/// The holder's part of stripe `st`.
+///
+/// # Safety
+/// The caller holds `st`'s ticket (record or replay) and keeps the returned reference only
+/// while it does; the ticket is unique, so no other reference to the cell exists meanwhile.
+#[inline(always)]
+#[allow(clippy::mut_from_ref)]
+unsafe fn holder_rec(st: &Stripe) -> &mut StripeRec {
+    // SAFETY: per the function contract.
+    unsafe { &mut *st.rec.get() }
 }
 
 /// Bytes of the stripe table.
 pub const STRIPE_TABLE_SIZE: u64 = (STRIPES * core::mem::size_of::<Stripe>()) as u64;
 
 #[inline(always)]
-fn stripe(s: u32) -> &'static mut Stripe {
-    // SAFETY: the table is mapped at init for STRIPES entries. Fields other than the atomics
-    // are only touched by the holder of the stripe's ticket lock, which is unique.
-    unsafe { &mut *((crate::layout::STRIPES_ADDR as *mut Stripe).add(s as usize)) }
+fn stripe(s: u32) -> &'static Stripe {
+    // SAFETY: the table is mapped at init for STRIPES entries (zeroed: a valid Stripe) and
+    // never unmapped; every thread shares it: its fields are atomics, except `rec`, an
+    // UnsafeCell reached only through `holder_rec` by the ticket's holder.
+    unsafe { &*((crate::layout::STRIPES_ADDR as *const Stripe).add(s as usize)) }
 }
 
 /// log2 of the granule a stripe orders: 8 bytes, a variable (seed 001 orders each shared
@@ -178,13 +201,15 @@ pub fn periodic_flush(t: &mut Thread) {
 
 /// Append `tid` to the stripe's vector (caller holds the ticket). Returns the position.
 #[inline(always)]
-fn append(s: u32, st: &mut Stripe, tid: u32) -> u64 {
+fn append(s: u32, st: &Stripe, tid: u32) -> u64 {
+    // SAFETY: the caller holds the stripe's ticket (this function's contract).
+    let st = unsafe { holder_rec(st) };
     let n = st.len as usize;
     if n > 0 && st.buf[n - 1].tid == tid && st.buf[n - 1].count < u32::MAX {
         st.buf[n - 1].count += 1;
     } else {
         if n == BUF {
-            flush_stripe(s, st);
+            send_rec(s, st);
         }
         let n = st.len as usize;
         if n == 0 {
@@ -199,7 +224,13 @@ fn append(s: u32, st: &mut Stripe, tid: u32) -> u64 {
 }
 
 /// Send the stripe's buffered vector piece to the launcher (caller holds the ticket).
-fn flush_stripe(s: u32, st: &mut Stripe) {
+fn flush_stripe(s: u32, st: &Stripe) {
+    // SAFETY: the caller holds the stripe's ticket (this function's contract).
+    send_rec(s, unsafe { holder_rec(st) });
+}
+
+/// Send the holder's buffered vector piece of stripe `s`.
+fn send_rec(s: u32, st: &mut StripeRec) {
     if st.len == 0 {
         return;
     }
