@@ -32,18 +32,30 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
             ..
         }) = crate::replay::load(&path)
         {
+            let events = if rec.end.is_some() {
+                rec.total_events().to_string()
+            } else {
+                println!(
+                    "recording: cut short ({}): the runtime did not see the process end; the trace holds what was sent before the cut, and a replay checks it up to there",
+                    crate::replay::cut_reason(&footer.exit)
+                );
+                format!(
+                    "at least {} (as far as the trace goes)",
+                    rec.known_progress().values().sum::<u64>()
+                )
+            };
             if h.strategy == "ownership" {
                 println!(
                     "threads: {}   events: {}   ownership edges: {}",
                     rec.nthreads(),
-                    rec.total_events(),
+                    events,
                     rec.threads.values().map(|t| t.edges.len()).sum::<usize>()
                 );
             } else {
                 println!(
                     "threads: {}   events: {}   stripes used: {}   vector runs: {}",
                     rec.nthreads(),
-                    rec.total_events(),
+                    events,
                     rec.vectors.len(),
                     rec.vector_runs()
                 );

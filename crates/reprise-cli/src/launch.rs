@@ -51,6 +51,10 @@ pub struct Launch {
     pub find_deadlocks: bool,
     /// Replay under gdb: the arguments given to gdb after reprise's own (see [`GDB_SETUP`]).
     pub gdb: Option<Vec<std::ffi::OsString>>,
+    /// Replay of a cut-short recording: once every thread went as far as the trace goes
+    /// ([`Watchdog::at_cut`]), end the replay (SIGTERM, asked through the status header) so
+    /// that the runtime sends what it re-recorded.
+    pub cut: bool,
 }
 
 /// gdb commands run before the user's: the signals the runtime uses pass silently (Syscall
@@ -332,6 +336,7 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     let mut stuck = None;
     let mut deadlock = None;
     let mut last_tick = Instant::now();
+    let mut last_flush = Instant::now();
     let mut stdout = std::io::stdout();
     let mut stderr = std::io::stderr();
     while open > 0 {
@@ -349,6 +354,14 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
             Ok(Msg::Eof) => open -= 1,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if (l.forward_signals || l.cut) && last_flush.elapsed() >= Duration::from_millis(50) {
+            // Record: ask the runtime to send what it buffered (a cut-short recording then
+            // holds what happened until shortly before the cut).
+            wd.header()
+                .flush_epoch
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            last_flush = Instant::now();
         }
         if last_tick.elapsed() >= Duration::from_millis(100) {
             sink.tick()?;
@@ -373,6 +386,24 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
                     // SAFETY: signalling our own child.
                     unsafe { libc::kill(pid, *sig) };
                     end_sent = Some(Instant::now());
+                }
+            } else if l.cut {
+                // Sent again every 200 ms until a thread takes it (one busy inside the runtime
+                // lets it pass), never once the runtime is ending the process (a second one
+                // would kill it before it sent what it re-recorded).
+                let finishing = wd
+                    .header()
+                    .finishing
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                    != 0;
+                if !finishing
+                    && end_sent.is_none_or(|t| t.elapsed() > Duration::from_millis(200))
+                    && (end_sent.is_some() || wd.at_cut())
+                {
+                    wd.request_end(libc::SIGTERM);
+                    // SAFETY: signalling our own child.
+                    unsafe { libc::kill(pid, libc::SIGTERM) };
+                    end_sent.get_or_insert(Instant::now());
                 }
             } else if l.find_deadlocks {
                 match end_sent {
@@ -509,6 +540,9 @@ struct Watchdog {
     /// Deadlock detection: the last blocked-state snapshot and since when it held.
     dl_sig: Vec<(u32, u32, u64, u64)>,
     dl_since: Instant,
+    /// Cut-short replay: the last (state, waits for, events) snapshot and since when it held.
+    cut_sig: Vec<(u32, u32, u64)>,
+    cut_since: Instant,
 }
 
 impl Watchdog {
@@ -520,6 +554,8 @@ impl Watchdog {
             stable_since: Instant::now(),
             dl_sig: Vec::new(),
             dl_since: Instant::now(),
+            cut_sig: Vec::new(),
+            cut_since: Instant::now(),
         }
     }
 
@@ -617,6 +653,57 @@ impl Watchdog {
         }
         let count = (self.header().nthreads.load(Relaxed) as usize).min(MAX_THREADS);
         (0..count).find(|&i| self.slot(i).ktid.load(Relaxed) == owner as u32)
+    }
+
+    /// Replay of a cut-short recording: whether every live thread went as far as the trace
+    /// goes: parked at the end of its recorded data, blocked, or waiting for a turn of a thread
+    /// that is one of those (a cycle of turn waits is an impossible schedule, left to the
+    /// stuck report), unchanged for 500 ms.
+    fn at_cut(&mut self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        let n = (self.header().nthreads.load(Relaxed) as usize).min(MAX_THREADS);
+        let sig: Vec<(u32, u32, u64)> = (0..n)
+            .map(|i| {
+                let s = self.slot(i);
+                (
+                    s.state.load(Relaxed),
+                    s.waits_for.load(Relaxed),
+                    s.events.load(Relaxed),
+                )
+            })
+            .collect();
+        if sig != self.cut_sig {
+            self.cut_sig = sig;
+            self.cut_since = Instant::now();
+            return false;
+        }
+        if self.cut_since.elapsed() < Duration::from_millis(500) {
+            return false;
+        }
+        let live = sig
+            .iter()
+            .filter(|(s, _, _)| *s != ST_NONE && *s != ST_EXITED);
+        if live.clone().count() == 0
+            || !live
+                .clone()
+                .all(|(s, _, _)| matches!(*s, ST_AT_END | ST_WAIT_TURN | ST_BLOCKED))
+        {
+            return false;
+        }
+        sig.iter().all(|&(s, w, _)| {
+            if s != ST_WAIT_TURN {
+                return true;
+            }
+            let mut at = w;
+            for _ in 0..=n {
+                match sig.get(at as usize) {
+                    Some(&(ST_WAIT_TURN, next, _)) => at = next,
+                    Some(_) => return true,
+                    None => return false, // waits for the strategy's log, or an unknown thread
+                }
+            }
+            false
+        })
     }
 
     /// Whether every thread of `finals` is where the recording's was: parked at the end of

@@ -67,6 +67,10 @@ pub fn resolve_exe(prog: &std::ffi::OsStr) -> std::result::Result<PathBuf, (i32,
 /// recorder ended it (as `timeout` does a command that overran).
 pub const DEADLOCK_STATUS: i32 = 124;
 
+/// Exit status of `reprise record` when the program was not built with `reprise cc` (it ran,
+/// but reported nothing to record): as a command that cannot do what was asked.
+pub const NOT_INSTRUMENTED_STATUS: i32 = 2;
+
 /// Print a multi-line report on stderr, every line marked as reprise's (so it never reads as
 /// the program's output), the first after `lead`.
 pub fn say_lines(lead: &str, report: &str) {
@@ -319,6 +323,7 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
         end_signal: None,
         find_deadlocks: true,
         gdb: None,
+        cut: false,
     };
     let mut sink = RecordSink {
         w,
@@ -342,13 +347,27 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
         deadlock: ended.deadlock.clone(),
     };
     sink.w.finish(&footer)?;
+    if sink.rec.frames == 0 {
+        // Nothing to replay: keep no trace (and never make it the latest).
+        let _ = std::fs::remove_file(&path);
+        eprintln!(
+            "reprise: {} reported no events: it was not built with `reprise cc`, so no trace was kept",
+            exe.display()
+        );
+        return Ok(Run {
+            status: NOT_INSTRUMENTED_STATUS,
+            trace: None,
+            output: String::new(),
+        });
+    }
     if o.output.is_none() && announce {
         crate::tracedir::set_latest(&path);
     }
-    if sink.rec.frames == 0 {
-        eprintln!("reprise: warning: the program reported no events: was it built with `reprise cc`? The trace cannot be replayed.");
-    } else if sink.rec.end.is_none() {
-        eprintln!("reprise: warning: the runtime did not see the process end (killed, _exit or exec?); the trace is partial");
+    if sink.rec.end.is_none() {
+        eprintln!(
+            "reprise: the recording was cut short ({}): a replay checks it up to the cut",
+            crate::replay::cut_reason(&ended.exit)
+        );
     }
     if announce {
         eprintln!("reprise: trace saved to {}", path.display());

@@ -156,6 +156,44 @@ impl Recording {
             .unwrap_or(0)
     }
 
+    /// A recording cut short (no process end): each thread's last event its flushed records
+    /// show (digest checkpoints, results, input data, incoming edges), for every thread seen.
+    pub fn known_progress(&self) -> BTreeMap<u32, u64> {
+        let mut out = BTreeMap::new();
+        for (tid, t) in &self.threads {
+            let m = t
+                .digests
+                .iter()
+                .chain(&t.results)
+                .chain(&t.edges)
+                .map(|p| p.event)
+                .chain(t.data.iter().map(|d| d.0))
+                .max()
+                .unwrap_or(0);
+            out.insert(*tid, m);
+        }
+        for e in self.vectors.values().flatten() {
+            out.entry(e.tid).or_insert(0);
+        }
+        out
+    }
+
+    /// This recording as its replay config sees a cut-short recording: an end of kind
+    /// `END_CUT` (ending signal `sig`) with each thread's known progress as its final count.
+    pub fn as_cut(&self, sig: i32) -> Recording {
+        let mut r = self.clone();
+        let end = ProcessEnd {
+            kind: END_CUT,
+            tid: END_TID_NONE,
+            event: 0,
+            code: sig,
+            si_code: 0,
+            addr: 0,
+        };
+        r.end = Some((end, self.known_progress()));
+        r
+    }
+
     /// Total vector entries (runs) over all stripes.
     pub fn vector_runs(&self) -> usize {
         self.vectors.values().map(|v| v.len()).sum()

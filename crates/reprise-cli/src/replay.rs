@@ -103,6 +103,41 @@ pub fn load(path: &std::path::Path) -> Result<Loaded> {
     })
 }
 
+/// Why a recording was cut short, from how the program ended.
+pub fn cut_reason(exit: &reprise_trace::Exit) -> String {
+    match *exit {
+        reprise_trace::Exit::Signaled(s) => format!("the program was killed by {}", signal_name(s)),
+        reprise_trace::Exit::Exited(c) => format!(
+            "the program ended with status {c} where the runtime did not see it: `_exit` or exec"
+        ),
+    }
+}
+
+/// `SIGKILL` for 9, and so on.
+pub fn signal_name(s: i32) -> String {
+    let n = match s {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGSYS => "SIGSYS",
+        _ => return format!("signal {s}"),
+    };
+    n.to_string()
+}
+
 /// Replay; returns the shell status to exit with.
 pub fn replay(o: ReplayOpts) -> Result<i32> {
     let path = crate::tracedir::resolve(o.trace.clone())?;
@@ -130,12 +165,35 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
             header.strategy
         ));
     }
-    let exe = PathBuf::from(std::ffi::OsStr::from_bytes(&header.exe_path));
+    if header.runtime_version != env!("CARGO_PKG_VERSION") {
+        return fail(format!(
+            "the trace was recorded with reprise runtime {}, this is {}: replay it with that version or record again",
+            header.runtime_version,
+            env!("CARGO_PKG_VERSION")
+        ));
+    }
+    // The program runs in the recorded directory (a relative path is relative to it): hash
+    // the file that will run, not one at the same relative path here.
+    let exe: PathBuf = PathBuf::from(std::ffi::OsStr::from_bytes(&header.cwd))
+        .join(std::ffi::OsStr::from_bytes(&header.exe_path))
+        .components()
+        .filter(|c| *c != std::path::Component::CurDir)
+        .collect();
     let hash = crate::record::exe_hash(&exe)
         .map_err(|e| Fail(format!("the recorded program is missing: {e}")))?;
     if hash != header.exe_hash {
         return fail(format!("{} changed since the recording (content hash {} now, {} recorded): rebuild it as it was or record again", exe.display(), hash, header.exe_hash));
     }
+    // A recording cut short (the program killed by SIGKILL, `_exit`, exec): the runtime never
+    // saw its end. Replay it as far as the trace goes and check everything up to there.
+    let cut = rec.end.is_none();
+    let cut_rec;
+    let rec = if cut {
+        cut_rec = rec.as_cut(libc::SIGTERM);
+        &cut_rec
+    } else {
+        &rec
+    };
     let timeout = o
         .timeout
         .unwrap_or_else(|| Duration::from_secs(60).max(Duration::from_nanos(footer.wall_ns) * 20));
@@ -169,6 +227,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
         }),
         find_deadlocks: false,
         gdb: o.gdb.clone(),
+        cut,
     };
     let mut sink = ReplaySink::default();
     let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
@@ -185,8 +244,33 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     if let Some(report) = ended.stuck {
         return fail(report);
     }
+    if cut {
+        let a = RunOutput {
+            rec,
+            stdout: &out,
+            stderr: &err,
+            exit: &footer.exit,
+        };
+        let b = RunOutput {
+            rec: &sink.rec,
+            stdout: &sink.out,
+            stderr: &sink.err,
+            exit: &ended.exit,
+        };
+        let v =
+            verify::compare_cut(&a, &b).map_err(|why| Fail(format!("replay diverged: {why}")))?;
+        eprintln!(
+            "reprise: replay verified up to the end of the recording ({}): {} events, {} threads, {} of {} output bytes",
+            cut_reason(&footer.exit),
+            v.events,
+            rec.nthreads(),
+            v.out.0,
+            v.out.1
+        );
+        return Ok(footer.exit.shell_status());
+    }
     let a = RunOutput {
-        rec: &rec,
+        rec,
         stdout: &out,
         stderr: &err,
         exit: &footer.exit,

@@ -78,7 +78,10 @@ pub fn compare(rec: &RunOutput<'_>, rep: &RunOutput<'_>, exact_log: bool) -> Res
         (None, Some(_)) => {
             return Err("the recording has no process end, the replay has one".into())
         }
-        (None, None) => {}
+        (None, None) => {
+            // (A recording without its end is replayed as cut short: `compare_cut`.)
+            return Err("neither the recording nor the replay has the process end".into());
+        }
     }
     for (tid, a) in &rec.rec.threads {
         let empty = Default::default();
@@ -184,12 +187,119 @@ pub fn compare(rec: &RunOutput<'_>, rep: &RunOutput<'_>, exact_log: bool) -> Res
     Ok(())
 }
 
+/// What a cut-short recording's replay verified.
+pub struct CutVerified {
+    /// Events the replay performed, summed over threads.
+    pub events: u64,
+    /// Output bytes (stdout + stderr) the replay reproduced, of the recording's.
+    pub out: (usize, usize),
+}
+
+fn prefix_of<T: PartialEq + std::fmt::Debug>(what: &str, a: &[T], b: &[T]) -> Result<(), String> {
+    if let Some(i) = a.iter().zip(b).position(|(x, y)| x != y) {
+        return Err(format!(
+            "{what} {i} differs: recorded {:?}, replayed {:?}",
+            a[i], b[i]
+        ));
+    }
+    Ok(())
+}
+
+/// Compare the replay of a recording cut short (no process end) with it: everything the
+/// trace holds up to where each thread's replay stopped must agree: every access vector of
+/// the replay is a prefix of the recorded one, each thread's checkpoints, results, input data,
+/// signal deliveries and edges agree as far as both go, and every recorded checkpoint at or
+/// before the replay's last event of that thread was reproduced; the output of the replay is
+/// a prefix of the recorded output (the recording's output pipes are not cut with its trace).
+pub fn compare_cut(rec: &RunOutput<'_>, rep: &RunOutput<'_>) -> Result<CutVerified, String> {
+    let finals = match &rep.rec.end {
+        Some((_, f)) => f.clone(),
+        // The replay went all the way to the cut and was ended there as the recording was
+        // (the program killed itself): what it sent until then is checked.
+        None if rep.exit == rec.exit => rep.rec.known_progress(),
+        None => {
+            return Err(format!(
+                "the replay ended with {} before it reached the end of the recording, which ended with {}",
+                rep.exit, rec.exit
+            ))
+        }
+    };
+    let finals = &finals;
+    for (s, b) in &rep.rec.vectors {
+        let empty = Vec::new();
+        let a = rec.rec.vectors.get(s).unwrap_or(&empty);
+        // The replay's last run of a stripe may be shorter than the recorded run (cut inside).
+        let n = b.len();
+        let ok = n <= a.len()
+            && a[..n.saturating_sub(1)] == b[..n.saturating_sub(1)]
+            && (n == 0 || (a[n - 1].tid == b[n - 1].tid && b[n - 1].count <= a[n - 1].count));
+        if !ok {
+            return Err(format!(
+                "access vector of stripe {s}: the replay's ({n} runs) is not a prefix of the recording's ({} runs)",
+                a.len()
+            ));
+        }
+    }
+    for (tid, b) in &rep.rec.threads {
+        let empty = Default::default();
+        let a = rec.rec.threads.get(tid).unwrap_or(&empty);
+        let thread = format!("thread {tid}");
+        if a.start.is_some() && a.start != b.start {
+            return Err(format!(
+                "{thread} was created as {:?} in the recording, {:?} in the replay",
+                a.start, b.start
+            ));
+        }
+        prefix_of(&format!("{thread}: checkpoint"), &a.digests, &b.digests)?;
+        prefix_of(&format!("{thread}: result"), &a.results, &b.results)?;
+        prefix_of(&format!("{thread}: input record"), &a.data, &b.data)?;
+        prefix_of(
+            &format!("{thread}: signal delivery"),
+            &a.signals,
+            &b.signals,
+        )?;
+        let reached = finals.get(tid).copied().unwrap_or(0);
+        if let Some(p) = a
+            .digests
+            .iter()
+            .skip(b.digests.len())
+            .find(|p| p.event <= reached)
+        {
+            return Err(format!(
+                "{thread} passed event {} in the replay without its recorded checkpoint there",
+                p.event
+            ));
+        }
+    }
+    let mut out = (0, 0);
+    for (name, a, b) in [
+        ("stdout", rec.stdout, rep.stdout),
+        ("stderr", rec.stderr, rep.stderr),
+    ] {
+        if !a.starts_with(b) {
+            return Err(format!(
+                "{name} differs at byte {} (recorded {} bytes, replayed {} bytes)",
+                first_diff(a, b),
+                a.len(),
+                b.len()
+            ));
+        }
+        out.0 += b.len();
+        out.1 += a.len();
+    }
+    Ok(CutVerified {
+        events: finals.values().sum(),
+        out,
+    })
+}
+
 /// Name of a `ProcessEnd::kind`.
 pub fn end_kind(k: u32) -> &'static str {
     match k {
         END_EXIT => "exit",
         END_FAULT => "fault",
         END_SIGNAL => "termination by a signal",
+        END_CUT => "a cut (the recording was cut short)",
         _ => "unknown end",
     }
 }

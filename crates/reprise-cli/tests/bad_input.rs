@@ -71,3 +71,88 @@ fn unwritable_trace_directory_is_an_error_not_a_hang() {
         "{err}"
     );
 }
+
+#[test]
+fn uninstrumented_program_saves_no_trace() {
+    // /bin/true runs, but it was not built with `reprise cc`: nothing to replay, so no trace
+    // (and no "latest" pointing at one).
+    let w = Work::new();
+    let traces = w.path("traces");
+    let (st, err) = record(&w, traces.to_str().unwrap(), &["--", "/bin/true"]);
+    assert_eq!(st, 2, "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        ["reprise: /bin/true reported no events: it was not built with `reprise cc`, so no trace was kept"],
+        "{err}"
+    );
+    no_trace_saved(&w, &err);
+    let mut c = w.cmd();
+    c.env("REPRISE_TRACE_DIR", &traces).arg("replay");
+    let o = run_limited(c, Duration::from_secs(60));
+    assert_ne!(shell_status(&o), 0);
+}
+
+/// Record counter_race as `./counter_race-gcc` in the work directory.
+fn recorded_here() -> (Work, Recorded) {
+    let p = program("counter_race");
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let r = common::record(&w, &bin, &p.args, "orig.trace", &[]);
+    (w, r)
+}
+
+#[test]
+fn replay_from_another_directory_finds_the_recorded_program() {
+    let (w, r) = recorded_here();
+    let elsewhere = w.path("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let mut c = w.cmd();
+    c.current_dir(&elsewhere).arg("replay").arg(&r.trace);
+    let o = run_limited(c, Duration::from_secs(120));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("reprise: replay verified"), "{err}");
+    assert_eq!(o.stdout, r.stdout);
+    assert_eq!(shell_status(&o), r.status, "{err}");
+}
+
+#[test]
+fn a_copy_in_the_current_directory_does_not_mask_a_changed_program() {
+    let (w, r) = recorded_here();
+    let elsewhere = w.path("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let bin = w.path("counter_race-gcc");
+    std::fs::copy(&bin, elsewhere.join("counter_race-gcc")).unwrap();
+    let mut b = std::fs::read(&bin).unwrap();
+    b.push(0);
+    std::fs::write(&bin, b).unwrap();
+    let mut c = w.cmd();
+    c.current_dir(&elsewhere).arg("replay").arg(&r.trace);
+    let o = run_limited(c, Duration::from_secs(120));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(shell_status(&o), 125, "{err}");
+    assert!(
+        err.contains("counter_race-gcc changed since the recording"),
+        "{err}"
+    );
+    assert!(!err.contains("verified"), "{err}");
+}
+
+#[test]
+fn another_runtime_version_is_refused() {
+    use reprise_trace::{TraceReader, TraceWriter};
+    let (w, r) = recorded_here();
+    let (mut header, chunks, footer) = TraceReader::open(&r.trace).unwrap().read_all().unwrap();
+    header.runtime_version = "0.0.0-other".into();
+    let dst = w.path("other.trace");
+    let mut t = TraceWriter::new(std::fs::File::create(&dst).unwrap(), &header).unwrap();
+    for c in &chunks {
+        t.write_chunk(c.kind, &c.data).unwrap();
+    }
+    t.finish(&footer).unwrap();
+    let err = replay_rejected(&w, &dst);
+    assert!(
+        err.contains("recorded with reprise runtime 0.0.0-other"),
+        "{err}"
+    );
+}

@@ -183,3 +183,8 @@ pub const END_FAULT: u32 = 2;
 pub const END_SIGNAL: u32 = 3;
 /// [`ProcessEnd::tid`] of an end that belongs to no thread.
 pub const END_TID_NONE: u32 = u32::MAX;
+/// Replay config only: the recording was cut short (the program killed by SIGKILL, say) before
+/// the runtime saw its end. Each thread's `final_events` is the last event its flushed records
+/// show; the replay runs every thread as far as the trace goes (parking past that count or at
+/// the end of its recorded data), then the launcher ends it (`StatusHeader::end_request`).
+pub const END_CUT: u32 = 4;

@@ -25,12 +25,14 @@
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 
+mod check;
 mod codec;
 mod config;
 mod fds;
 mod frame;
 mod status;
 
+pub use check::check_config;
 pub use codec::*;
 pub use config::*;
 pub use fds::*;
@@ -38,4 +40,4 @@ pub use frame::*;
 pub use status::*;
 
 /// Did this change the wire? Bump it; the runtime refuses a config of another version.
-pub const PROTO_VERSION: u32 = 7;
+pub const PROTO_VERSION: u32 = 8;

@@ -71,6 +71,11 @@ pub struct StatusHeader {
     /// A signal the launcher sends to end the process (a deadlock found while recording, and
     /// its replay): the runtime ends the process with it whatever the program's handler.
     pub end_request: AtomicU32,
+    /// Record (and replay of a cut-short recording): bumped by the launcher every 50 ms; a
+    /// thread that sees it changed at a runtime entry sends its buffered records and the
+    /// stripes' buffered vectors it can take at once, so a recording cut short (SIGKILL) holds
+    /// what happened until shortly before the cut.
+    pub flush_epoch: AtomicU32,
 }
 
 /// Size of the status memfd.

@@ -20,7 +20,7 @@ pub fn mix(d: u64, x: u64) -> u64 {
     (d ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
 }
 
-/// Read up to 64 bytes at `addr` as a digest word.
+/// Read the `size` bytes at `addr` as a digest word (all of them: a ranged access's every byte).
 ///
 /// # Safety
 /// `[addr, addr+size)` was just accessed by the program and is still mapped (the caller runs
@@ -35,7 +35,7 @@ pub unsafe fn value_at(addr: usize, size: usize) -> u64 {
             4 => core::ptr::read_unaligned(addr as *const u32) as u64,
             8 => core::ptr::read_unaligned(addr as *const u64),
             _ => {
-                let n = size.min(64);
+                let n = size;
                 let mut h = 0u64;
                 let mut i = 0;
                 while i + 8 <= n {

@@ -71,6 +71,14 @@ pub fn enter() -> Option<Entry> {
         crate::signals::deliver(th);
     }
     IN_RT.with(|c| c.set(true));
+    if state::status_header()
+        .flush_epoch
+        .load(core::sync::atomic::Ordering::Relaxed)
+        != th.seen_epoch
+    {
+        // Runtime work (IN_RT set: its own copies are not the program's accesses).
+        crate::leap::periodic_flush(th);
+    }
     th.sud_hold = false;
     if th.sud_on {
         th.sud

@@ -17,6 +17,7 @@
 use crate::channel;
 use crate::state::{self, Thread};
 use crate::sys;
+use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use reprise_proto::*;
 
@@ -33,22 +34,44 @@ pub struct Stripe {
     waiters: AtomicU32,
     /// Replay: `run index << 32 | used in that run`; written only by the turn holder.
     cursor: AtomicU64,
-    /// Turns taken so far (the access's position in the vector; under the ticket lock).
-    seq: u64,
-    len: u32,
     /// Record: threads asleep on `serving` (so an unlock wakes only when someone sleeps).
     sleepers: AtomicU32,
+    /// What only the holder of the stripe's ticket touches ([`holder_rec`]).
+    rec: UnsafeCell<StripeRec>,
+}
+
+/// The part of a stripe owned by the holder of its ticket: every thread has a shared
+/// reference to every stripe (the atomics), and this cell is the only thing reached mutably,
+/// by one thread at a time.
+#[repr(C)]
+struct StripeRec {
+    /// Turns taken so far (the access's position in the vector).
+    seq: u64,
+    len: u32,
     buf: [VecEntry; BUF],
+}
+
+/// The holder's part of stripe `st`.
+///
+/// # Safety
+/// The caller holds `st`'s ticket (record or replay) and keeps the returned reference only
+/// while it does; the ticket is unique, so no other reference to the cell exists meanwhile.
+#[inline(always)]
+#[allow(clippy::mut_from_ref)]
+unsafe fn holder_rec(st: &Stripe) -> &mut StripeRec {
+    // SAFETY: per the function contract.
+    unsafe { &mut *st.rec.get() }
 }
 
 /// Bytes of the stripe table.
 pub const STRIPE_TABLE_SIZE: u64 = (STRIPES * core::mem::size_of::<Stripe>()) as u64;
 
 #[inline(always)]
-fn stripe(s: u32) -> &'static mut Stripe {
-    // SAFETY: the table is mapped at init for STRIPES entries. Fields other than the atomics
-    // are only touched by the holder of the stripe's ticket lock, which is unique.
-    unsafe { &mut *((crate::layout::STRIPES_ADDR as *mut Stripe).add(s as usize)) }
+fn stripe(s: u32) -> &'static Stripe {
+    // SAFETY: the table is mapped at init for STRIPES entries (zeroed: a valid Stripe) and
+    // never unmapped; every thread shares it: its fields are atomics, except `rec`, an
+    // UnsafeCell reached only through `holder_rec` by the ticket's holder.
+    unsafe { &*((crate::layout::STRIPES_ADDR as *const Stripe).add(s as usize)) }
 }
 
 /// log2 of the granule a stripe orders: 8 bytes, a variable (seed 001 orders each shared
@@ -110,17 +133,90 @@ fn uncontended(st: &Stripe) -> bool {
     st.next.load(Ordering::Relaxed) == st.serving.load(Ordering::Relaxed).wrapping_add(1)
 }
 
+/// Try to take the stripe's ticket without waiting (free: nobody holds or queues for it).
+fn ticket_try_lock(st: &Stripe) -> bool {
+    let s = st.serving.load(Ordering::Acquire);
+    st.next
+        .compare_exchange(s, s.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
+}
+
+/// Stripes with buffered vector entries (a bit set by the appender of a buffer's first entry,
+/// under the stripe's ticket; cleared by [`periodic_flush`] once it sent that buffer).
+static DIRTY: [AtomicU64; STRIPES / 64] = [const { AtomicU64::new(0) }; STRIPES / 64];
+/// The last flush epoch some thread swept (see [`periodic_flush`]).
+static SWEPT: AtomicU32 = AtomicU32::new(0);
+
+/// The launcher bumped its flush epoch (`StatusHeader::flush_epoch`, every 50 ms while
+/// recording, and while replaying a recording cut short: a replay that reaches the cut may
+/// die there as the recording did).
+/// This thread sends its own buffered records and the vector of the stripe it holds; the first
+/// thread to see the new epoch also sends every other thread's records and the buffered vector
+/// of every stripe whose ticket is free at once (a held stripe is skipped, never waited for:
+/// its holder may be anywhere in the program). Nothing is ordered differently; only frames are
+/// sent earlier, so a recording cut short (SIGKILL) holds what happened until shortly before.
+#[cold]
+pub fn periodic_flush(t: &mut Thread) {
+    let epoch = state::status_header().flush_epoch.load(Ordering::Relaxed);
+    t.seen_epoch = epoch;
+    if state::strategy() == state::Strategy::Model {
+        return;
+    }
+    if t.held != NO_STRIPE && !t.held_multi && t.held != crate::model::HELD_G {
+        // Our own held turn: we hold its ticket.
+        flush_stripe(t.held, stripe(t.held));
+    }
+    crate::access::flush_log(t);
+    let last = SWEPT.load(Ordering::Relaxed);
+    if last == epoch
+        || SWEPT
+            .compare_exchange(last, epoch, Ordering::SeqCst, Ordering::Relaxed)
+            .is_err()
+    {
+        return;
+    }
+    for (w, word) in DIRTY.iter().enumerate() {
+        let mut bits = word.load(Ordering::Relaxed);
+        while bits != 0 {
+            let b = bits.trailing_zeros();
+            bits &= bits - 1;
+            let s = (w * 64) as u32 + b;
+            let st = stripe(s);
+            if ticket_try_lock(st) {
+                flush_stripe(s, st);
+                word.fetch_and(!(1u64 << b), Ordering::Relaxed);
+                ticket_unlock(st);
+            }
+        }
+    }
+    let n = state::NEXT_TID
+        .load(Ordering::SeqCst)
+        .min(MAX_THREADS as u32);
+    for tid in 0..n {
+        if tid != t.tid {
+            // SAFETY: the slot of a created thread; its log has its own lock, which
+            // `flush_log` takes (nothing else of the slot is touched).
+            crate::access::flush_log(unsafe { &mut *state::slot(tid) });
+        }
+    }
+}
+
 /// Append `tid` to the stripe's vector (caller holds the ticket). Returns the position.
 #[inline(always)]
-fn append(s: u32, st: &mut Stripe, tid: u32) -> u64 {
+fn append(s: u32, st: &Stripe, tid: u32) -> u64 {
+    // SAFETY: the caller holds the stripe's ticket (this function's contract).
+    let st = unsafe { holder_rec(st) };
     let n = st.len as usize;
     if n > 0 && st.buf[n - 1].tid == tid && st.buf[n - 1].count < u32::MAX {
         st.buf[n - 1].count += 1;
     } else {
         if n == BUF {
-            flush_stripe(s, st);
+            send_rec(s, st);
         }
         let n = st.len as usize;
+        if n == 0 {
+            DIRTY[s as usize / 64].fetch_or(1 << (s % 64), Ordering::Relaxed);
+        }
         st.buf[n] = VecEntry { tid, count: 1 };
         st.len += 1;
     }
@@ -130,7 +226,13 @@ fn append(s: u32, st: &mut Stripe, tid: u32) -> u64 {
 }
 
 /// Send the stripe's buffered vector piece to the launcher (caller holds the ticket).
-fn flush_stripe(s: u32, st: &mut Stripe) {
+fn flush_stripe(s: u32, st: &Stripe) {
+    // SAFETY: the caller holds the stripe's ticket (this function's contract).
+    send_rec(s, unsafe { holder_rec(st) });
+}
+
+/// Send the holder's buffered vector piece of stripe `s`.
+fn send_rec(s: u32, st: &mut StripeRec) {
     if st.len == 0 {
         return;
     }
@@ -355,6 +457,19 @@ pub fn lock_and_flush_all() {
         let st = stripe(s);
         ticket_lock(st);
         flush_stripe(s, st);
+    }
+}
+
+/// Final flush of the replay of a cut-short recording: a thread may hold a stripe for good
+/// there (blocked in a lock whose holder stopped at the cut), so no ticket is waited for: the
+/// free stripes' buffers are sent (the ticket kept, as above), a held stripe's are not (its
+/// re-recorded vector then stops short: a prefix of the recorded one, which is what is checked).
+pub fn try_lock_and_flush_all() {
+    for s in 0..STRIPES as u32 {
+        let st = stripe(s);
+        if ticket_try_lock(st) {
+            flush_stripe(s, st);
+        }
     }
 }
 

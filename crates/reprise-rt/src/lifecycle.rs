@@ -198,11 +198,68 @@ pub fn stack_window(id: u32, size: usize) -> Option<u64> {
     Some(base + 4096)
 }
 
-/// Log the final digest of `t` unless a checkpoint just did.
+/// Log the final digest of `t` unless a checkpoint just did (once per thread).
 fn final_checkpoint(t: &mut Thread) {
+    if t.final_claim
+        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        return;
+    }
     let e = t.events.load(Ordering::Relaxed);
     if e % state::CHECKPOINT.load(Ordering::Relaxed) != 0 {
         access::checkpoint(t, e);
+    }
+}
+
+/// The final checkpoint of a thread still alive when another ends the process, logged by the
+/// ending thread (`me`) once every other thread is stopped: its pending access folded (it is
+/// complete: the thread reached its next runtime entry and parked, or released its stripe, or
+/// is blocked outside the runtime), its digest and count as they stand. Record and replay stop
+/// each thread after the same last event, so both sides log the same pair and verification
+/// requires it. Not for an end from outside (which thread ends the process is the kernel's
+/// choice there).
+fn final_checkpoint_of_others(me: u32, n: u32) {
+    // Replay: the others reached their recorded counts; let those still running reach their
+    // next runtime entry (where they park), as `ownership::stop_all` does while recording.
+    if state::REPLAY.load(Ordering::Relaxed) {
+        for tid in 0..n {
+            if tid == me {
+                continue;
+            }
+            // SAFETY: slot memory is mapped for all MAX_THREADS ids; only atomics are read.
+            let other = unsafe { &*state::slot(tid) };
+            let st = state::status(tid);
+            let mut waited = 0;
+            while waited < 2_000
+                && other.mb.free.load(Ordering::SeqCst) == 0
+                && st.state.load(Ordering::SeqCst) == ST_RUNNING
+            {
+                sys::sleep_ns(50_000);
+                waited += 1;
+            }
+        }
+    }
+    for tid in 0..n {
+        if tid == me || state::status(tid).state.load(Ordering::SeqCst) == ST_EXITED {
+            continue;
+        }
+        // SAFETY: slot of a created thread, stopped (parked at its next entry, blocked, or
+        // outside the runtime between accesses): the ending thread alone uses its digest and
+        // log now (the log has its own lock; the claim makes the final checkpoint once).
+        let other = unsafe { &mut *state::slot(tid) };
+        access::fold_pending(other);
+        if other
+            .final_claim
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            continue;
+        }
+        let e = other.events.load(Ordering::Acquire);
+        if e % state::CHECKPOINT.load(Ordering::Relaxed) != 0 {
+            access::log_pair(other, R_DIGEST, e, other.digest);
+        }
     }
 }
 
@@ -428,6 +485,11 @@ pub fn die_of(sig: i32) -> ! {
 /// when it came (its final count reached, every recorded result taken: a thread blocked in a
 /// call that returned in the recording is not there yet, though its count is).
 pub fn replay_end_reached() -> bool {
+    if state::config().end.kind == END_CUT {
+        // A cut-short recording: the launcher ends the replay once every thread went as far
+        // as the trace goes (whatever its count).
+        return true;
+    }
     let n = state::config().nthreads;
     (0..n).all(|tid| {
         let Some(ti) = state::thread_index(tid) else {
@@ -462,7 +524,7 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     st.events
         .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
     st.state.store(ST_EXIT_WAIT, Ordering::SeqCst);
-    if state::REPLAY.load(Ordering::Relaxed) {
+    if state::REPLAY.load(Ordering::Relaxed) && state::config().end.kind != END_CUT {
         let n = state::config().nthreads;
         for tid in 0..n {
             if tid == t.tid {
@@ -486,10 +548,17 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     if state::strategy() == state::Strategy::Ownership && !state::REPLAY.load(Ordering::Relaxed) {
         crate::ownership::stop_all(t.tid);
     }
-    leap::lock_and_flush_all();
+    if state::REPLAY.load(Ordering::Relaxed) && state::config().end.kind == END_CUT {
+        leap::try_lock_and_flush_all();
+    } else {
+        leap::lock_and_flush_all();
+    }
     crate::model::finish();
-    // Every other thread is now parked or blocked outside the runtime: send all records.
     let n = state::NEXT_TID.load(Ordering::SeqCst);
+    if end.tid != END_TID_NONE {
+        final_checkpoint_of_others(t.tid, n);
+    }
+    // Every other thread is now parked or blocked outside the runtime: send all records.
     let mut frame = [0u8; FRAME_HDR + 32 + 12 * 64];
     let mut finals: usize = 0;
     let mut kinds = [0u64; KINDS];

@@ -133,7 +133,63 @@ pub fn release(t: &mut Thread) {
     }
 }
 
-fn observe(t: &Thread, op: Op) {
+/// Slots of the version table (a power of two).
+const VERSIONS: usize = 1 << 16;
+
+/// Per-object versions, for the order-bearing key each model event folds into the digest:
+/// the number of writes (or read-modify-writes) of a location before this access (a read's
+/// key says which write it reads, a write's its place among the location's writes), the
+/// number of acquisitions and releases of a lock before this one, the id of a created thread.
+/// The models order exactly these (per-location writes and reads-from, per-lock acquisitions),
+/// so the keys are the same in a faithful replay (TPLAY: addresses only). Open addressing by exact key; a full table
+/// (more than 65536 distinct objects) keys further objects by their address alone.
+struct Versions {
+    keys: [u64; VERSIONS],
+    counts: [u64; VERSIONS],
+}
+static mut VERS: Versions = Versions {
+    keys: [0; VERSIONS],
+    counts: [0; VERSIONS],
+};
+
+/// The version of `key` (nonzero), incremented first when `bump`. Called under G only.
+fn version(key: u64, bump: bool) -> u64 {
+    // SAFETY: VERS is only touched under G (one thread at a time).
+    let v = unsafe { &mut *core::ptr::addr_of_mut!(VERS) };
+    let mut i = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as usize & (VERSIONS - 1);
+    for _ in 0..VERSIONS {
+        if v.keys[i] == key || v.keys[i] == 0 {
+            v.keys[i] = key;
+            if bump {
+                v.counts[i] += 1;
+            }
+            return v.counts[i];
+        }
+        i = (i + 1) & (VERSIONS - 1);
+    }
+    0
+}
+
+/// The order-bearing key of `op` (see [`Versions`]). Called under G only.
+fn order_key(op: &Op) -> u64 {
+    const LOC: u64 = 1 << 62;
+    const LOCK: u64 = 2 << 62;
+    // TPLAY orders transactions, not each location's writes nor each lock's acquisitions
+    // (the same values may come by another order): an object's key is its address alone there.
+    let locs = WHICH.load(Ordering::Relaxed) == 1;
+    let (obj, ver) = match *op {
+        Op::Read(g) if locs => (g, version(g | LOC, false)),
+        Op::Write(g) | Op::Rmw(g) if locs => (g, version(g | LOC, true)),
+        Op::Read(g) | Op::Write(g) | Op::Rmw(g) => (g, 0),
+        Op::Acquire(l) | Op::Release(l) if locs => (l, version(l | LOCK, true)),
+        Op::Acquire(l) | Op::Release(l) => (l, 0),
+        Op::Fork(c) | Op::Join(c) => (c as u64, 0),
+    };
+    crate::access::mix(obj, ver)
+}
+
+fn observe(t: &mut Thread, op: Op) {
+    t.model_key = order_key(&op);
     let e = Event {
         thread: t.tid,
         op,
@@ -314,5 +370,5 @@ pub fn access(t: &mut Thread, addr: usize, size: usize, k: u64) {
         k
     };
     event(t, || op_for(k, g0 as u64));
-    crate::access::count_event(t, 0, 0, k);
+    crate::access::count_event(t, 0, t.model_key, k);
 }

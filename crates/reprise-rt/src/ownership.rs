@@ -109,7 +109,7 @@ pub fn fold(d: u64, x: u64) -> u64 {
 /// docs), or a write's kind. Identical on the fast and the slow path, in both modes.
 #[inline(always)]
 fn digest_access(t: &mut Thread, addr: usize, size: usize, k: u64) {
-    let x = if k == kind::READ && size <= 16 {
+    let x = if k == kind::READ {
         // SAFETY: the program reads these bytes right after the callback returns.
         unsafe { access::value_at(addr, size) }
     } else {
@@ -740,7 +740,7 @@ pub fn finish_event(t: &mut Thread, e: u64, addr: usize, size: usize, k: u64, va
         t.next_ckpt = (e / every + 1) * every;
         if every == 1 && value.is_none() {
             t.pending_addr = addr;
-            t.pending_size = size.min(64);
+            t.pending_size = size;
         }
     }
 }

@@ -121,6 +121,14 @@ pub struct Thread {
     pub own_replay: bool,
     /// Order-sensitive digest of (stripe, position, kind, value).
     pub digest: u64,
+    /// Nonzero once the thread's final checkpoint was logged (by itself at its end, or by the
+    /// thread that ends the process): claimed with a compare-exchange, so it is logged once.
+    pub final_claim: AtomicU32,
+    /// Model strategies: the order-bearing key of the thread's last model event
+    /// (`model::order_key`), folded by its `count_event`.
+    pub model_key: u64,
+    /// Record: the launcher's flush epoch this thread last acted on (`leap::periodic_flush`).
+    pub seen_epoch: u32,
     /// Runtime entries so far (the position of asynchronous signal deliveries) minus events
     /// (wrapping): a fast-path callback is both an entry and an event, so it changes neither
     /// this nor anything but the event counter. See [`Thread::entries`].
@@ -261,12 +269,6 @@ pub fn config() -> &'static ConfigHeader {
     unsafe { &*(CONFIG_ADDR as *const ConfigHeader) }
 }
 
-fn in_config<T>(off: u64, len: u64) -> bool {
-    let size = core::mem::size_of::<T>() as u64;
-    let end = off.checked_add(len.checked_mul(size).unwrap_or(u64::MAX));
-    matches!(end, Some(e) if e <= CONFIG_LEN.load(Ordering::Relaxed) as u64) && off % 8 == 0
-}
-
 /// The recorded access vector of stripe `s` (replay).
 #[inline(always)]
 pub fn vector(s: u32) -> &'static [VecEntry] {
@@ -297,45 +299,10 @@ pub fn pairs(off: u64, len: u64) -> &'static [Pair] {
 
 fn validate_config(size: usize) -> Result<(), &'static str> {
     CONFIG_LEN.store(size, Ordering::Relaxed);
-    if size < core::mem::size_of::<ConfigHeader>() {
-        return Err("config too small");
-    }
-    let c = config();
-    if c.magic != CONFIG_MAGIC || c.version != PROTO_VERSION {
-        return Err("config of another reprise version");
-    }
-    if c.stripes as usize != STRIPES || c.checkpoint_interval == 0 {
-        return Err("config stripes or checkpoint interval invalid");
-    }
-    if c.mode == Mode::Replay as u32 {
-        if !in_config::<StripeIndex>(c.stripe_index_off, STRIPES as u64)
-            || !in_config::<ThreadIndex>(c.thread_index_off, c.nthreads as u64)
-            || c.nthreads as usize > MAX_THREADS
-        {
-            return Err("config index out of bounds");
-        }
-        for s in 0..STRIPES as u32 {
-            // SAFETY: index bounds just checked.
-            let idx = unsafe {
-                &*((CONFIG_ADDR + c.stripe_index_off) as *const StripeIndex).add(s as usize)
-            };
-            if !in_config::<VecEntry>(idx.off, idx.len) {
-                return Err("access vector out of bounds");
-            }
-        }
-        for t in 0..c.nthreads {
-            let ti = thread_index(t).unwrap();
-            if !in_config::<Pair>(ti.results_off, ti.results_len)
-                || !in_config::<Pair>(ti.digests_off, ti.digests_len)
-                || !in_config::<u8>(ti.data_off & !7, ti.data_len + (ti.data_off & 7))
-                || !in_config::<Pair>(ti.signals_off, ti.signals_len)
-                || !in_config::<Pair>(ti.edges_off, ti.edges_len)
-            {
-                return Err("thread records out of bounds");
-            }
-        }
-    }
-    Ok(())
+    // SAFETY: the config memfd is mapped read-only at CONFIG_ADDR for `size` bytes (init
+    // mapped it before calling this) and never unmapped or written.
+    let bytes = unsafe { core::slice::from_raw_parts(CONFIG_ADDR as *const u8, size) };
+    reprise_proto::check_config(bytes)
 }
 
 /// Initialise the runtime once; safe to call from any entry point. Returns the mode.
@@ -401,7 +368,11 @@ fn init_inner() -> u32 {
         crate::say!("cannot reserve the ownership shadow; running without recording");
         return M_OFF;
     }
-    let log: &[u8] = if c.model_len > 0 && c.model_off + c.model_len <= size as u64 {
+    let log: &[u8] = if c.model_len > 0
+        && c.model_off
+            .checked_add(c.model_len)
+            .is_some_and(|e| e <= size as u64)
+    {
         // SAFETY: bounds just checked against the mapping.
         unsafe {
             core::slice::from_raw_parts(
@@ -448,7 +419,10 @@ pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
     th.parent = parent;
     th.nth = nth;
     th.digest = 0xcbf2_9ce4_8422_2325 ^ tid as u64;
-    th.rng = JITTER.load(Ordering::Relaxed) ^ ((tid as u64 + 1) * 0x9E37_79B9_7F4A_7C15);
+    // Wrapping: a seed mixer, not a count (a debug build checks overflow).
+    th.rng = JITTER.load(Ordering::Relaxed) ^ (tid as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    th.final_claim.store(0, Ordering::Relaxed);
+    th.seen_epoch = 0;
     th.log_len = 0;
     th.entry_bias = 0;
     th.next_ckpt = 0;

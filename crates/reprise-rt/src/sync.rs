@@ -42,13 +42,13 @@ pub fn take_obj(t: &mut Thread, obj: *const c_void, k: u64) {
                 crate::model::event(t, || {
                     reprise_core::Op::Fork(state::NEXT_TID.load(Ordering::Relaxed))
                 });
-                access::count_event(t, 0, 0, k);
+                access::count_event(t, 0, t.model_key, k);
                 return;
             }
             _ => reprise_core::Op::Rmw(obj as u64 >> 3),
         };
         crate::model::event(t, || op);
-        access::count_event(t, 0, 0, k);
+        access::count_event(t, 0, t.model_key, k);
         return;
     }
     if k == kind::ONCE && state::strategy() == state::Strategy::Ownership {
@@ -127,7 +127,7 @@ fn model_acquire(
         st.state.store(ST_RUNNING, Ordering::SeqCst);
         r
     });
-    access::count_event(t, 0, 0, k);
+    access::count_event(t, 0, t.model_key, k);
     r
 }
 
@@ -179,7 +179,7 @@ unsafe fn release_obj(obj: *const c_void, f: impl FnOnce() -> c_int) -> c_int {
         access::safe_point(t);
         if crate::model::active() {
             crate::model::event(t, || reprise_core::Op::Release(obj as u64));
-            access::count_event(t, 0, 0, kind::LOCK);
+            access::count_event(t, 0, t.model_key, kind::LOCK);
         }
     }
     f()
@@ -420,7 +420,7 @@ pub unsafe extern "C" fn reprise_cond_wait_pre(
         // The wait releases the mutex and re-acquires it: a release event, then a blocking
         // acquisition (replay never waits on the real condition variable).
         crate::model::event(t, || reprise_core::Op::Release(m as u64));
-        access::count_event(t, 0, 0, kind::COND);
+        access::count_event(t, 0, t.model_key, kind::COND);
     }
     if replaying() {
         // SAFETY (this block): the caller's mutex, as the real wait would use it.
@@ -830,7 +830,7 @@ pub extern "C" fn reprise_join_post(t: pthread_t, timed: c_int, r: c_int) -> c_i
         access::result(th, Some(r as u32 as u64));
     } else if let Some(op) = join_op(t) {
         crate::model::blocking_end(th, op);
-        access::count_event(th, 0, 0, kind::JOIN);
+        access::count_event(th, 0, th.model_key, kind::JOIN);
     }
     r
 }

@@ -346,6 +346,12 @@ fn ranged(dst: usize, src: usize, n: usize) {
         Strategy::Ownership => {
             let ranges = [(dst, n, true), (src, if src != 0 { n } else { 0 }, false)];
             let ev = ownership::access(t, &ranges);
+            if src != 0 {
+                // Every byte the copy reads (this thread may read them now: it was granted
+                // their granules, and it performs the copy right after the callback).
+                // SAFETY: the program reads `[src, src + n)` right after the callback returns.
+                t.digest = ownership::fold(t.digest, unsafe { access::value_at(src, n) });
+            }
             ownership::finish_event(t, ev, dst, n, kind::RANGE, None);
             return;
         }
@@ -353,7 +359,7 @@ fn ranged(dst: usize, src: usize, n: usize) {
             access::fold_pending(t);
             access::jitter(t);
             crate::model::event(t, || crate::model::op_for(kind::RANGE, dst as u64 >> 3));
-            access::count_event(t, 0, 0, kind::RANGE);
+            access::count_event(t, 0, t.model_key, kind::RANGE);
         }
         Strategy::Leap => {
             access::fold_pending(t);
@@ -368,7 +374,7 @@ fn ranged(dst: usize, src: usize, n: usize) {
         }
     }
     t.pending_addr = dst;
-    t.pending_size = n.min(64);
+    t.pending_size = n;
 }
 
 #[inline(always)]

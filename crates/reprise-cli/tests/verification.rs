@@ -1,0 +1,186 @@
+//! Verification covers everything up to the end (issue 13): every thread still alive when the
+//! process ends has a final checkpoint at its final event count, in the recording and in the
+//! replay, and a replay whose final digest of such a thread differs is rejected by name.
+
+mod common;
+use common::*;
+use reprise_proto::{decode_frames, encode_frame, Frame, Record};
+use reprise_trace::{ChunkKind, TraceReader, TraceWriter};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn frames_of(trace: &Path) -> Vec<Frame> {
+    let (_, chunks, _) = TraceReader::open(trace).unwrap().read_all().unwrap();
+    let ev: Vec<u8> = chunks
+        .iter()
+        .filter(|c| c.kind == ChunkKind::Events)
+        .flat_map(|c| c.data.clone())
+        .collect();
+    let (frames, used) = decode_frames(&ev).unwrap();
+    assert_eq!(used, ev.len());
+    frames
+}
+
+fn rewrite(src: &Path, dst: &Path, frames: &[Frame]) {
+    let (header, chunks, footer) = TraceReader::open(src).unwrap().read_all().unwrap();
+    let raw: Vec<u8> = frames.iter().flat_map(encode_frame).collect();
+    let mut w = TraceWriter::new(std::fs::File::create(dst).unwrap(), &header).unwrap();
+    w.write_chunk(ChunkKind::Events, &raw).unwrap();
+    for c in chunks.iter().filter(|c| c.kind != ChunkKind::Events) {
+        w.write_chunk(c.kind, &c.data).unwrap();
+    }
+    w.finish(&footer).unwrap();
+}
+
+/// Final event count of every thread, and each thread's digest checkpoints (event -> digest).
+/// Per thread: final event counts, and (event, digest) checkpoints.
+type FinalsAndDigests = (BTreeMap<u32, u64>, BTreeMap<u32, Vec<(u64, u64)>>);
+
+fn finals_and_digests(frames: &[Frame]) -> FinalsAndDigests {
+    let mut finals = BTreeMap::new();
+    let mut digests: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+    for f in frames {
+        match f {
+            Frame::End { finals: fs, .. } => finals.extend(fs.iter().copied()),
+            Frame::Thread { tid, records } => {
+                for r in records {
+                    if let Record::Digest(p) = r {
+                        digests.entry(*tid).or_default().push((p.event, p.value));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    (finals, digests)
+}
+
+/// detached_exit: main calls exit(0) while a detached thread runs a lock loop. The detached
+/// thread's last events (fewer than a checkpoint interval) are checked by its final checkpoint.
+fn alive_thread_final_checkpoint(strategy: &str) {
+    let p = program("detached_exit");
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    for k in 0..3 {
+        let r = record(
+            &w,
+            &bin,
+            &p.args,
+            &format!("t{k}.trace"),
+            &["--strategy", strategy],
+        );
+        replay_verified(&w, &r, How::Plain);
+        let frames = frames_of(&r.trace);
+        let (finals, digests) = finals_and_digests(&frames);
+        assert!(
+            finals.len() >= 2,
+            "{strategy}: two threads expected: {finals:?}"
+        );
+        for (tid, e) in &finals {
+            if *e == 0 || e % 4096 == 0 {
+                continue;
+            }
+            let last = digests.get(tid).and_then(|d| d.last()).copied();
+            assert_eq!(
+                last.map(|(ev, _)| ev),
+                Some(*e),
+                "{strategy}: thread {tid} ended at event {e} without a final checkpoint there"
+            );
+        }
+        // The detached thread (1) was alive at the end: change its final digest.
+        let e1 = finals[&1];
+        if e1 % 4096 == 0 {
+            continue;
+        }
+        let mut changed = frames.clone();
+        let mut done = false;
+        for f in changed.iter_mut().rev() {
+            if let Frame::Thread { tid: 1, records } = f {
+                if let Some(Record::Digest(d)) = records
+                    .iter_mut()
+                    .rev()
+                    .find(|r| matches!(r, Record::Digest(d) if d.event == e1))
+                {
+                    d.value ^= 1;
+                    done = true;
+                    break;
+                }
+            }
+        }
+        assert!(done);
+        let dst = w.path(&format!("changed{k}.trace"));
+        rewrite(&r.trace, &dst, &changed);
+        let why = replay_rejected(&w, &dst);
+        assert!(
+            why.contains("thread 1 diverged") && why.contains(&format!("event {e1}")),
+            "{strategy}: the reason does not name thread 1's final checkpoint: {why}"
+        );
+    }
+}
+
+#[test]
+fn alive_thread_final_checkpoint_ownership() {
+    alive_thread_final_checkpoint("ownership");
+}
+
+#[test]
+fn alive_thread_final_checkpoint_leap() {
+    alive_thread_final_checkpoint("leap");
+}
+
+/// copy_input reads 4096 bytes of stdin and memcpys them, printing only the count: a recorded
+/// input changed past its first 64 bytes changes nothing the program prints, only what the
+/// copy reads, which the ranged access's digest (all its bytes) names.
+#[test]
+fn ranged_access_digests_all_its_bytes() {
+    let p = Program {
+        name: "copy_input".into(),
+        source: root().join("tests/programs/copy_input.c"),
+        cplusplus: false,
+        racy: false,
+        crashes: false,
+        clock: false,
+        args: vec![],
+    };
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let input: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(w.path("input.bin"), &input).unwrap();
+    for strategy in ["ownership", "leap"] {
+        let t = w.path(&format!("copy-{strategy}.trace"));
+        let mut c = w.cmd();
+        c.arg("record")
+            .arg("-o")
+            .arg(&t)
+            .args(["--strategy", strategy, "--"])
+            .arg(format!("./{bin}"))
+            .stdin(std::fs::File::open(w.path("input.bin")).unwrap());
+        // (run_limited would give the program no stdin; this one reads a file and ends.)
+        let o = c.output().unwrap();
+        let r = recorded(t, &o);
+        assert_eq!(r.stdout, b"read 4096 bytes\n");
+        replay_verified(&w, &r, How::Plain);
+        let mut frames = frames_of(&r.trace);
+        let mut changed = false;
+        for f in frames.iter_mut() {
+            if let Frame::Thread { records, .. } = f {
+                for rec in records.iter_mut() {
+                    if let Record::Data(_, b) = rec {
+                        if b.len() > 1000 {
+                            b[1000] ^= 0x40;
+                            changed = true;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(changed, "{strategy}: no input record of 1000 bytes or more");
+        let dst = w.path(&format!("copy-{strategy}-changed.trace"));
+        rewrite(&r.trace, &dst, &frames);
+        let why = replay_rejected(&w, &dst);
+        assert!(
+            why.contains("reprise: replay diverged: thread 0 diverged"),
+            "{strategy}: {why}"
+        );
+    }
+}
