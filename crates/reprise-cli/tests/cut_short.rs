@@ -158,7 +158,15 @@ fn a_changed_checkpoint_before_the_cut_is_rejected() {
     let p = killed();
     let w = Work::new();
     let bin = w.build(&p, "gcc");
-    let r = record(&w, &bin, &["self".into()], "orig.trace", &[]);
+    // Checkpoints every 256 events: the default 4096 is about what each thread reaches in the
+    // program's 300 ms, so on a loaded machine a recording could end before its first one.
+    let r = record(
+        &w,
+        &bin,
+        &["self".into()],
+        "orig.trace",
+        &["--checkpoint", "256"],
+    );
     let dst = w.path("changed.trace");
     let (header, chunks, footer) = TraceReader::open(&r.trace).unwrap().read_all().unwrap();
     let ev: Vec<u8> = chunks
