@@ -818,7 +818,23 @@ fn until_status_and_until_output_pick_the_run() {
             err.contains("met the condition (status ") && err.contains("trace saved to kept.trace"),
             "{name}: no run kept:\n{err}"
         );
-        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        // The kept run's own output, from its trace (the runs before it printed theirs too).
+        let (_, chunks, _) = reprise_trace::TraceReader::open(&w.path("kept.trace"))
+            .unwrap()
+            .read_all()
+            .unwrap();
+        let of = |k| -> Vec<u8> {
+            chunks
+                .iter()
+                .filter(|c| c.kind == k)
+                .flat_map(|c| c.data.clone())
+                .collect()
+        };
+        let (stdout, stderr) = (
+            of(reprise_trace::ChunkKind::Stdout),
+            of(reprise_trace::ChunkKind::Stderr),
+        );
+        let out = String::from_utf8_lossy(&stdout).into_owned();
         if let Some(w) = want {
             assert!(out.contains(w) && !out.contains("final=90000"), "{out}");
         } else {
@@ -826,12 +842,8 @@ fn until_status_and_until_output_pick_the_run() {
         }
         let r = Recorded {
             trace: w.path("kept.trace"),
-            stdout: o.stdout.clone(),
-            stderr: err
-                .lines()
-                .filter(|l| !l.starts_with("reprise:"))
-                .flat_map(|l| format!("{l}\n").into_bytes())
-                .collect(),
+            stdout,
+            stderr,
             status: shell_status(&o),
         };
         replay_kept(&w, &r, &format!("{name}-until-condition"));
