@@ -26,6 +26,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aggreplay;
+pub mod aggreplay_plus;
 pub mod event;
 pub mod leap;
 pub mod ownership;
