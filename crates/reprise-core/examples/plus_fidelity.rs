@@ -2,7 +2,7 @@
 use reprise_core::aggreplay::AggrePlay;
 use reprise_core::aggreplay_plus::{AggrePlayPlus, Relation};
 use reprise_core::sim::{fidelity, GenConfig, Substrate};
-use reprise_core::tplay::Tplay;
+use reprise_core::tplay::{plus::Added, Tplay, TplayPlus};
 use reprise_core::Strategy;
 
 fn row<S: Strategy>(s: &S, cfg: &GenConfig, w: &str, sub: Substrate, cases: u64) {
@@ -18,6 +18,11 @@ fn main() {
             row(&AggrePlay, &cfg, w, sub, cases);
             row(&AggrePlayPlus::default(), &cfg, w, sub, cases);
             row(&Tplay, &cfg, w, sub, cases);
+            row(&TplayPlus::default(), &cfg, w, sub, cases);
+            for a in [Added::DueEvent, Added::WriteWrite, Added::WriteRead, Added::ReadWrite, Added::AtAccess] {
+                print!("  without {a:?}: ");
+                row(&TplayPlus { without: Some(a) }, &cfg, w, sub, cases);
+            }
             for r in [Relation::WriteWrite, Relation::WriteRead, Relation::ReadWrite, Relation::LockOrder] {
                 print!("  without {r:?}: ");
                 row(&AggrePlayPlus { without: Some(r) }, &cfg, w, sub, cases);
