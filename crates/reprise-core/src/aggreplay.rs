@@ -324,11 +324,9 @@ impl AggrePlayReplayer {
                     }
                 }
             }
-            Op::Acquire(m) => {
-                if parts.lock {
-                    if let Some(q) = self.l.get_mut(&m) {
-                        q.pop_front();
-                    }
+            Op::Acquire(m) if parts.lock => {
+                if let Some(q) = self.l.get_mut(&m) {
+                    q.pop_front();
                 }
             }
             _ => {}

@@ -52,8 +52,8 @@ mod plus_replay;
 mod record;
 mod replay;
 
-pub use record::TplayRecorder;
 pub use plus::{TplayPlus, TplayPlusLog};
+pub use record::TplayRecorder;
 pub use replay::TplayReplayer;
 
 use crate::event::{enc, LockId, ThreadId};

@@ -201,11 +201,11 @@ impl Progress {
             Cond::A(i) | Cond::Edge(i) => {
                 self.fin(i.src) || Self::get(&self.passed, i.src) >= i.src_id
             }
-            Cond::Rw(r) => r
-                .rc
-                .iter()
-                .enumerate()
-                .all(|(u, &n)| Self::get(&self.reads, u as ThreadId) >= n),
+            Cond::Rw(r) => {
+                r.rc.iter()
+                    .enumerate()
+                    .all(|(u, &n)| Self::get(&self.reads, u as ThreadId) >= n)
+            }
         }
     }
 }

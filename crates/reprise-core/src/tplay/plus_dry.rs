@@ -44,7 +44,11 @@ impl Dry {
         if g == 0 {
             return;
         }
-        let h = self.th.get(&u).and_then(|k| k.hist.get(g as usize - 1)).cloned();
+        let h = self
+            .th
+            .get(&u)
+            .and_then(|k| k.hist.get(g as usize - 1))
+            .cloned();
         let k = self.k(t);
         if let Some(h) = h {
             join(&mut k.kn, &h);
@@ -68,21 +72,21 @@ impl Dry {
             Cond::D(i) => vec![(i.src, begin(i.src, i.src_id))],
             Cond::B(i) => vec![(i.src, begin(i.src, i.src_id + 1))],
             Cond::A(i) | Cond::Edge(i) => vec![(i.src, i.src_id.min(self.last(i.src)))],
-            Cond::Rw(r) => r
-                .rc
-                .iter()
-                .enumerate()
-                .filter(|&(_, &n)| n > 0)
-                .map(|(u, &n)| {
-                    let u = u as ThreadId;
-                    let g = self
-                        .th
-                        .get(&u)
-                        .and_then(|k| k.read_at.get(n as usize - 1).copied())
-                        .unwrap_or(0);
-                    (u, g)
-                })
-                .collect(),
+            Cond::Rw(r) => {
+                r.rc.iter()
+                    .enumerate()
+                    .filter(|&(_, &n)| n > 0)
+                    .map(|(u, &n)| {
+                        let u = u as ThreadId;
+                        let g = self
+                            .th
+                            .get(&u)
+                            .and_then(|k| k.read_at.get(n as usize - 1).copied())
+                            .unwrap_or(0);
+                        (u, g)
+                    })
+                    .collect()
+            }
         }
     }
     fn assign(&mut self, t: ThreadId, k: u64, seed_at: u64, cond: Cond) {
@@ -128,7 +132,10 @@ pub(super) fn dry_run(
             tr
         };
         // The seed's records examined here, then the ones waiting for their due event.
-        let due = q.get_mut(&t).map(|q| q.due(k, cur, &op)).unwrap_or_default();
+        let due = q
+            .get_mut(&t)
+            .map(|q| q.due(k, cur, &op))
+            .unwrap_or_default();
         let mut waiting = std::mem::take(&mut d.k(t).deferred);
         for c in due {
             if without == Some(Added::DueEvent) {

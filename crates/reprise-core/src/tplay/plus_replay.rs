@@ -62,7 +62,12 @@ impl Replayer for TplayPlusReplayer {
     fn may_proceed(&self, t: ThreadId, op: &Op) -> bool {
         let k = self.called.get(&t).copied().unwrap_or(0) + 1;
         if let Op::Acquire(m) = *op {
-            if self.l.get(&m).and_then(|q| q.front()).is_some_and(|&u| u != t) {
+            if self
+                .l
+                .get(&m)
+                .and_then(|q| q.front())
+                .is_some_and(|&u| u != t)
+            {
                 return false;
             }
         }
