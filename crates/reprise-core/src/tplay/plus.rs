@@ -86,8 +86,9 @@ pub struct Check {
 pub struct PlusStats {
     /// Seed records moved to a later event, per kind: dSet, rwSet, aSet, bSet.
     pub late: [u64; 4],
-    /// Seed records dropped (their condition never holds before the sink thread's end).
-    pub dropped: u64,
+    /// Seed records dropped (their condition never holds before the sink thread's end), per
+    /// kind: dSet, rwSet, aSet, bSet.
+    pub dropped: [u64; 4],
     /// Added edges: write→write, write→read, read→write.
     pub edges: [u64; 3],
     /// Sink events that are reads in a read-only stretch (transaction's reads, or transaction 0)
@@ -299,9 +300,6 @@ impl Queues {
             }
         }
         out
-    }
-    pub fn len(&self) -> usize {
-        self.d.len() + self.rw.len() + self.a.len() + self.b.len()
     }
 }
 

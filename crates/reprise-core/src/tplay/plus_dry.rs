@@ -19,6 +19,16 @@ struct Known {
     deferred: Vec<(u64, Cond)>,
 }
 
+/// Index of a seed record's kind in the counters: dSet, rwSet, aSet, bSet.
+fn kind(c: &Cond) -> usize {
+    match c {
+        Cond::D(_) => 0,
+        Cond::Rw(_) => 1,
+        Cond::A(_) => 2,
+        _ => 3,
+    }
+}
+
 fn join(a: &mut Vec<u64>, b: &[u64]) {
     if a.len() < b.len() {
         a.resize(b.len(), 0);
@@ -148,12 +158,7 @@ pub(super) fn dry_run(
         for (seed_at, c) in waiting {
             if d.prog.holds(&c) {
                 if seed_at != k {
-                    d.stats.late[match c {
-                        Cond::D(_) => 0,
-                        Cond::Rw(_) => 1,
-                        Cond::A(_) => 2,
-                        _ => 3,
-                    }] += 1;
+                    d.stats.late[kind(&c)] += 1;
                 }
                 d.assign(t, k, seed_at, c);
             } else {
@@ -243,8 +248,19 @@ pub(super) fn dry_run(
             d.k(c).kn = kn;
         }
     }
-    d.stats.dropped = q.values().map(|q| q.len() as u64).sum::<u64>()
-        + d.th.values().map(|k| k.deferred.len() as u64).sum::<u64>();
+    for q in q.values() {
+        for (k, n) in [q.d.len(), q.rw.len(), q.a.len(), q.b.len()]
+            .into_iter()
+            .enumerate()
+        {
+            d.stats.dropped[k] += n as u64;
+        }
+    }
+    for k in d.th.values() {
+        for (_, c) in &k.deferred {
+            d.stats.dropped[kind(c)] += 1;
+        }
+    }
     for v in d.checks.values_mut() {
         v.sort_by_key(|c| c.at);
     }
