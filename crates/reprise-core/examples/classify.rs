@@ -16,13 +16,16 @@ use reprise_core::tplay::{Tplay, TplayPlus};
 use reprise_core::Strategy;
 use std::collections::{BTreeMap, HashMap};
 
-/// The first broken relation: (kind, source (thread, op index), sink (thread, op index)).
+/// A broken relation: kind, source (thread, op index), sink (thread, op index).
+type Violation = (&'static str, (usize, usize), (usize, usize));
+
+/// The first broken relation of the replay.
 fn first_violation(
     prog: &Program,
     rec: &Observation,
     rep: &Observation,
     sub: Substrate,
-) -> Option<(&'static str, (usize, usize), (usize, usize))> {
+) -> Option<Violation> {
     // Recorded epoch of each access, the writes and the reads of each epoch per location.
     let mut epoch: HashMap<(usize, usize), (u64, usize, bool)> = HashMap::new();
     let mut writes: HashMap<u64, Vec<(usize, usize)>> = HashMap::new();
