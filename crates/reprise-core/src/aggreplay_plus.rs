@@ -81,6 +81,9 @@ impl Replayer for AggrePlayPlusReplayer {
         self.inner.apply(t, e, op, early);
         self.pending.insert(t, (e, *op));
     }
+    fn completed(&mut self, t: ThreadId) {
+        self.complete(t);
+    }
     fn thread_exit(&mut self, t: ThreadId) {
         self.complete(t);
         self.inner.thread_exit(t);

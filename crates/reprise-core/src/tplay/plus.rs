@@ -42,7 +42,8 @@ pub enum Added {
     WriteWrite,
     /// Write→read edges.
     WriteRead,
-    /// Read→write edges.
+    /// Read→write edges (never needed: `rwSet` checked where due orders every read before the
+    /// next write; the tests assert none is added).
     ReadWrite,
     /// Progress published at the access (dropped: at the callback).
     AtAccess,
@@ -56,7 +57,7 @@ pub struct TplayPlus {
 }
 
 /// What a check waits for (the seed's conditions, and the added edges).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Cond {
     /// `dSet`: the source thread's transaction id is at least `src_id`.
     D(Inter),
@@ -71,7 +72,7 @@ pub enum Cond {
 }
 
 /// One check: at the sink thread's event `at` (1-based); `seed_at` is where the seed checks it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Check {
     /// Event of the sink thread at which the check applies.
     pub at: u64,
@@ -82,7 +83,7 @@ pub struct Check {
 }
 
 /// Counters of what TPLAY+ changed relative to the seed's log.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PlusStats {
     /// Seed records moved to a later event, per kind: dSet, rwSet, aSet, bSet.
     pub late: [u64; 4],
@@ -97,7 +98,7 @@ pub struct PlusStats {
 }
 
 /// TPLAY+'s log: per sink thread, its checks in event order; the lock order.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TplayPlusLog {
     /// Checks per sink thread, sorted by `at`.
     pub checks: BTreeMap<ThreadId, Vec<Check>>,

@@ -91,6 +91,9 @@ impl Replayer for TplayPlusReplayer {
             self.complete(t);
         }
     }
+    fn completed(&mut self, t: ThreadId) {
+        self.complete(t);
+    }
     fn thread_exit(&mut self, t: ThreadId) {
         self.complete(t);
         self.prog.exit(t);
