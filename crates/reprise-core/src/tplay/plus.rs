@@ -92,9 +92,6 @@ pub struct PlusStats {
     pub dropped: [u64; 4],
     /// Added edges: write→write, write→read, read→write.
     pub edges: [u64; 3],
-    /// Sink events that are reads in a read-only stretch (transaction's reads, or transaction 0)
-    /// among the write→read edges.
-    pub wr_into_reads: u64,
 }
 
 /// TPLAY+'s log: per sink thread, its checks in event order; the lock order.

@@ -211,9 +211,6 @@ pub(super) fn dry_run(
                     continue;
                 }
                 d.stats.edges[kind] += 1;
-                if kind == 1 && !op.is_write() {
-                    d.stats.wr_into_reads += 1;
-                }
                 d.assign(t, k, k, Cond::Edge(Inter::new(u, g, t, k)));
             }
             if op.is_write() {
