@@ -22,7 +22,10 @@
 //!   a read count published by the callback runs ahead of the access; TPLAY+ publishes them when
 //!   the access is complete (the thread's next callback or its exit), as AggrePlay+ does.
 //!
-//! Records whose condition never holds before the sink thread ends are dropped (counted).
+//! Records that algorithm 2 never examines (its `dSet` and `rwSet` pop one record per write) or
+//! whose condition never holds before the sink thread ends are dropped (counted); the conflict
+//! check covers what they would have ordered. Cost: the dry run keeps every event and one
+//! vector clock per event until `finish` (memory O(events x threads)).
 //! The lock order `l` is kept as in [`TplayLog`].
 
 use super::{Inter, Psi, RwRec, TplayLog, TplayRecorder};
