@@ -15,6 +15,12 @@ pub enum Strategy {
     Aggreplay,
     /// TPLAY (seed 003), as a model on real threads.
     Tplay,
+    /// AggrePlay+: AggrePlay's log, replay bookkeeping at the access.
+    #[value(name = "aggreplay+")]
+    AggreplayPlus,
+    /// TPLAY+: TPLAY's records checked where due, plus the conflict edges it misses.
+    #[value(name = "tplay+")]
+    TplayPlus,
 }
 
 impl Strategy {
@@ -60,5 +66,6 @@ mod tests {
         let table: Vec<&str> = reprise_proto::STRATEGIES.iter().map(|(n, _)| *n).collect();
         assert_eq!(names, table);
         assert_eq!(Strategy::Tplay.flag(), reprise_proto::FLAG_TPLAY);
+        assert_eq!(Strategy::TplayPlus.name(), "tplay+");
     }
 }

@@ -257,27 +257,74 @@ impl Replayer for AggrePlayReplayer {
         }
     }
     fn proceed(&mut self, t: ThreadId, op: &Op) {
+        let e = self.bump(t);
+        self.apply(t, e, op, Parts::ALL);
+    }
+}
+
+/// Which parts of an event's replay bookkeeping to apply (AggrePlay+ applies some at the access).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Parts {
+    /// Pop `W_x` (write→write).
+    pub w: bool,
+    /// Set the last replayed write of `x` (write→read).
+    pub last_write: bool,
+    /// Count a read (read→write, `checkReads`).
+    pub read_count: bool,
+    /// Pop `L_m` (lock order).
+    pub lock: bool,
+    /// The thread's own queues (`EX_t`, its `WR_x` pair): never observed by others.
+    pub own: bool,
+}
+
+impl Parts {
+    pub(crate) const ALL: Parts = Parts {
+        w: true,
+        last_write: true,
+        read_count: true,
+        lock: true,
+        own: true,
+    };
+}
+
+impl AggrePlayReplayer {
+    /// Count thread `t`'s next event; its id.
+    pub(crate) fn bump(&mut self, t: ThreadId) -> EventId {
         let e = self.next_id(t);
         *self.counter.entry(t).or_insert(0) += 1;
+        e
+    }
+    /// The bookkeeping of event `e` (`op`) of thread `t` that `parts` selects (algorithm 2).
+    pub(crate) fn apply(&mut self, t: ThreadId, e: EventId, op: &Op, parts: Parts) {
         match *op {
             Op::Write(x) | Op::Rmw(x) => {
-                if let Some(q) = self.w.get_mut(&x) {
-                    q.pop_front();
-                }
-                if let Some(q) = self.ex.get_mut(&t) {
-                    q.pop_front();
-                }
-                self.last_write.insert(x, e);
-            }
-            Op::Read(x) => {
-                *self.reads.entry((t, x)).or_insert(0) += 1;
-                if let Some(q) = self.wr.get_mut(&(x, t)) {
-                    if q.front().map(|p| p.1) == Some(e) {
+                if parts.w {
+                    if let Some(q) = self.w.get_mut(&x) {
                         q.pop_front();
                     }
                 }
+                if parts.own {
+                    if let Some(q) = self.ex.get_mut(&t) {
+                        q.pop_front();
+                    }
+                }
+                if parts.last_write {
+                    self.last_write.insert(x, e);
+                }
             }
-            Op::Acquire(m) => {
+            Op::Read(x) => {
+                if parts.read_count {
+                    *self.reads.entry((t, x)).or_insert(0) += 1;
+                }
+                if parts.own {
+                    if let Some(q) = self.wr.get_mut(&(x, t)) {
+                        if q.front().map(|p| p.1) == Some(e) {
+                            q.pop_front();
+                        }
+                    }
+                }
+            }
+            Op::Acquire(m) if parts.lock => {
                 if let Some(q) = self.l.get_mut(&m) {
                     q.pop_front();
                 }

@@ -37,6 +37,10 @@ pub trait Replayer {
     fn proceed(&mut self, t: ThreadId, op: &Op);
     /// Thread `t` finished its last event.
     fn thread_exit(&mut self, _t: ThreadId) {}
+    /// The access of thread `t`'s last event is complete. [`Replayer::enter`] and
+    /// [`Replayer::thread_exit`] imply it; a substrate that knows it earlier (the runtime's safe
+    /// point, where a thread may then block outside the strategy's events) says so at once.
+    fn completed(&mut self, _t: ThreadId) {}
 }
 
 /// A record/replay strategy.

@@ -56,6 +56,10 @@ pub const FLAG_TPLAY: u64 = 8;
 /// Config flag: the strategy is `ownership` (record only when a granule changes owner; the
 /// log is per-thread edges, [`R_EDGE`]).
 pub const FLAG_OWNERSHIP: u64 = 16;
+/// Config flag, with [`FLAG_AGGREPLAY`] or [`FLAG_TPLAY`]: the improved variant (`aggreplay+`,
+/// `tplay+`: the relations the seed misses added, see `reprise_core::aggreplay_plus` and
+/// `reprise_core::tplay::plus`).
+pub const FLAG_PLUS: u64 = 32;
 /// Flags that select a model strategy (run through the reprise-core models, with a model log).
 pub const FLAGS_MODEL: u64 = FLAG_AGGREPLAY | FLAG_TPLAY;
 
@@ -66,6 +70,8 @@ pub const STRATEGIES: &[(&str, u64)] = &[
     ("leap", 0),
     ("aggreplay", FLAG_AGGREPLAY),
     ("tplay", FLAG_TPLAY),
+    ("aggreplay+", FLAG_AGGREPLAY | FLAG_PLUS),
+    ("tplay+", FLAG_TPLAY | FLAG_PLUS),
 ];
 
 /// The config flag of strategy `name`, or None when there is no such strategy.

@@ -1,5 +1,6 @@
-//! AggrePlay (seed 000) and TPLAY (seed 003) on real threads, run through the models of
-//! `reprise-core` (the same code the simulator measures).
+//! AggrePlay (seed 000) and TPLAY (seed 003), and their improved variants `aggreplay+` and
+//! `tplay+`, on real threads, run through the models of `reprise-core` (the same code the
+//! simulator measures).
 //!
 //! The models are global state machines, so every event takes one runtime-private global
 //! lock `G`, and, as LEAP's stripes do, keeps it until the thread's next safe point: the
@@ -18,11 +19,13 @@ use crate::state::{self, Thread};
 use crate::sys;
 use core::sync::atomic::{AtomicU32, Ordering};
 use reprise_core::aggreplay::{AggrePlay, AggrePlayLog, AggrePlayRecorder, AggrePlayReplayer};
-use reprise_core::tplay::{Tplay, TplayLog, TplayRecorder, TplayReplayer};
+use reprise_core::aggreplay_plus::{AggrePlayPlus, AggrePlayPlusReplayer};
+use reprise_core::tplay::plus::{TplayPlusRecorder, TplayPlusReplayer};
+use reprise_core::tplay::{Tplay, TplayLog, TplayPlus, TplayPlusLog, TplayRecorder, TplayReplayer};
 use reprise_core::{Event, Op, Recorder, Replayer, Strategy};
 use reprise_proto::*;
 
-/// Which model runs: 0 none (LEAP), 1 AggrePlay, 2 TPLAY.
+/// Which model runs: 0 none (LEAP), 1 AggrePlay, 2 TPLAY, 3 AggrePlay+, 4 TPLAY+.
 static WHICH: AtomicU32 = AtomicU32::new(0);
 /// The global lock: 0 free, 1 held, 2 held with waiters.
 static G: AtomicU32 = AtomicU32::new(0);
@@ -36,10 +39,13 @@ pub const HELD_G: u32 = u32::MAX - 1;
 enum Rec {
     Agg(AggrePlayRecorder),
     Tp(TplayRecorder),
+    TpP(TplayPlusRecorder),
 }
 enum Rep {
     Agg(AggrePlayReplayer),
     Tp(TplayReplayer),
+    AggP(AggrePlayPlusReplayer),
+    TpP(TplayPlusReplayer),
 }
 struct Models {
     rec: Option<Rec>,
@@ -63,28 +69,47 @@ fn models() -> &'static mut Models {
 
 /// Set up at init from the config flags (replay: with the recorded log).
 pub fn init(flags: u64, log: &[u8], replay: bool) -> Result<(), &'static str> {
+    let plus = flags & FLAG_PLUS != 0;
     let which = if flags & FLAG_AGGREPLAY != 0 {
-        1
+        if plus {
+            3
+        } else {
+            1
+        }
     } else if flags & FLAG_TPLAY != 0 {
-        2
+        if plus {
+            4
+        } else {
+            2
+        }
     } else {
         return Ok(());
     };
     let m = models();
-    m.rec = Some(if which == 1 {
-        Rec::Agg(AggrePlay.recorder())
-    } else {
-        Rec::Tp(Tplay.recorder())
+    m.rec = Some(match which {
+        1 | 3 => Rec::Agg(AggrePlay.recorder()),
+        2 => Rec::Tp(Tplay.recorder()),
+        _ => Rec::TpP(TplayPlus::default().recorder()),
     });
     if replay {
-        m.rep = Some(if which == 1 {
-            let l: AggrePlayLog =
-                serde_json::from_slice(log).map_err(|_| "the AggrePlay log is corrupt")?;
-            Rep::Agg(AggrePlay.replayer(&l))
-        } else {
-            let l: TplayLog =
-                serde_json::from_slice(log).map_err(|_| "the TPLAY log is corrupt")?;
-            Rep::Tp(Tplay.replayer(&l))
+        let corrupt = "the model log is corrupt";
+        m.rep = Some(match which {
+            1 | 3 => {
+                let l: AggrePlayLog = serde_json::from_slice(log).map_err(|_| corrupt)?;
+                if which == 1 {
+                    Rep::Agg(AggrePlay.replayer(&l))
+                } else {
+                    Rep::AggP(AggrePlayPlus::default().replayer(&l))
+                }
+            }
+            2 => {
+                let l: TplayLog = serde_json::from_slice(log).map_err(|_| corrupt)?;
+                Rep::Tp(Tplay.replayer(&l))
+            }
+            _ => {
+                let l: TplayPlusLog = serde_json::from_slice(log).map_err(|_| corrupt)?;
+                Rep::TpP(TplayPlus::default().replayer(&l))
+            }
         });
     }
     WHICH.store(which, Ordering::SeqCst);
@@ -129,6 +154,25 @@ fn bump() {
 pub fn release(t: &mut Thread) {
     if t.held == HELD_G {
         t.held = NO_STRIPE;
+        if state::REPLAY.load(Ordering::Relaxed) {
+            // The access of the thread's last event is complete: the `+` variants publish it
+            // now (the thread may next block outside the model's events, e.g. in a condition
+            // wait, before it enters another event).
+            let plus = match models().rep.as_mut() {
+                Some(Rep::AggP(r)) => {
+                    r.completed(t.tid);
+                    true
+                }
+                Some(Rep::TpP(r)) => {
+                    r.completed(t.tid);
+                    true
+                }
+                _ => false,
+            };
+            if plus {
+                bump();
+            }
+        }
         unlock_g();
     }
 }
@@ -198,6 +242,7 @@ fn observe(t: &mut Thread, op: Op) {
     match models().rec.as_mut() {
         Some(Rec::Agg(r)) => r.observe(&e),
         Some(Rec::Tp(r)) => r.observe(&e),
+        Some(Rec::TpP(r)) => r.observe(&e),
         None => {}
     }
 }
@@ -206,6 +251,8 @@ fn may(t: &Thread, op: &Op) -> bool {
     match models().rep.as_ref() {
         Some(Rep::Agg(r)) => r.may_proceed(t.tid, op),
         Some(Rep::Tp(r)) => r.may_proceed(t.tid, op),
+        Some(Rep::AggP(r)) => r.may_proceed(t.tid, op),
+        Some(Rep::TpP(r)) => r.may_proceed(t.tid, op),
         None => true,
     }
 }
@@ -214,6 +261,8 @@ fn enter_rep(t: &Thread, op: &Op) {
     match models().rep.as_mut() {
         Some(Rep::Agg(r)) => r.enter(t.tid, op),
         Some(Rep::Tp(r)) => r.enter(t.tid, op),
+        Some(Rep::AggP(r)) => r.enter(t.tid, op),
+        Some(Rep::TpP(r)) => r.enter(t.tid, op),
         None => {}
     }
 }
@@ -222,6 +271,8 @@ fn proceed(t: &Thread, op: &Op) {
     match models().rep.as_mut() {
         Some(Rep::Agg(r)) => r.proceed(t.tid, op),
         Some(Rep::Tp(r)) => r.proceed(t.tid, op),
+        Some(Rep::AggP(r)) => r.proceed(t.tid, op),
+        Some(Rep::TpP(r)) => r.proceed(t.tid, op),
         None => {}
     }
 }
@@ -327,6 +378,7 @@ pub fn finish() {
     let json = match m.rec.take() {
         Some(Rec::Agg(r)) => serde_json::to_vec(&r.finish()),
         Some(Rec::Tp(r)) => serde_json::to_vec(&r.finish()),
+        Some(Rec::TpP(r)) => serde_json::to_vec(&r.finish()),
         None => return,
     };
     let Ok(json) = json else { return };
@@ -349,11 +401,14 @@ pub fn thread_exit(t: &mut Thread) {
     match m.rec.as_mut() {
         Some(Rec::Agg(r)) => r.thread_exit(t.tid),
         Some(Rec::Tp(r)) => r.thread_exit(t.tid),
+        Some(Rec::TpP(r)) => r.thread_exit(t.tid),
         None => {}
     }
     match m.rep.as_mut() {
         Some(Rep::Agg(r)) => r.thread_exit(t.tid),
         Some(Rep::Tp(r)) => r.thread_exit(t.tid),
+        Some(Rep::AggP(r)) => r.thread_exit(t.tid),
+        Some(Rep::TpP(r)) => r.thread_exit(t.tid),
         None => {}
     }
     bump();

@@ -46,9 +46,13 @@
 //! Log encoding (V-C): 4-tuples of u32, u64, u32, u64; `<RC,a,b>` as one u32 per thread, a u32
 //! and a u64; a length per list and thread.
 
+pub mod plus;
+mod plus_dry;
+mod plus_replay;
 mod record;
 mod replay;
 
+pub use plus::{TplayPlus, TplayPlusLog};
 pub use record::TplayRecorder;
 pub use replay::TplayReplayer;
 

@@ -1,0 +1,270 @@
+//! TPLAY+'s dry run: the recorded events in recorded order, the seed's records handed to the
+//! events where they are due, and the conflicts no check implies turned into edges.
+
+use super::plus::{Added, Check, Cond, LocState, PlusStats, Progress, Queues, TplayPlusLog};
+use super::{Inter, Psi, TplayLog};
+use crate::event::{Event, LockId, Op, ThreadId};
+use rustc_hash::FxHashMap as HashMap;
+
+/// Per-thread knowledge: the latest event of every thread surely complete before the current one.
+#[derive(Clone, Debug, Default)]
+struct Known {
+    kn: Vec<u64>,
+    /// `kn` after each event (index `g - 1` for event `g`).
+    hist: Vec<Vec<u64>>,
+    /// First event of each transaction (index = transaction id; 0 for transaction 0).
+    begin: Vec<u64>,
+    /// Event of each read, in order.
+    read_at: Vec<u64>,
+    deferred: Vec<(u64, Cond)>,
+}
+
+/// Index of a seed record's kind in the counters: dSet, rwSet, aSet, bSet.
+fn kind(c: &Cond) -> usize {
+    match c {
+        Cond::D(_) => 0,
+        Cond::Rw(_) => 1,
+        Cond::A(_) => 2,
+        _ => 3,
+    }
+}
+
+fn join(a: &mut Vec<u64>, b: &[u64]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, &y) in a.iter_mut().zip(b) {
+        *x = (*x).max(y);
+    }
+}
+
+struct Dry {
+    th: HashMap<ThreadId, Known>,
+    prog: Progress,
+    checks: std::collections::BTreeMap<ThreadId, Vec<Check>>,
+    stats: PlusStats,
+}
+
+impl Dry {
+    fn k(&mut self, t: ThreadId) -> &mut Known {
+        self.th.entry(t).or_default()
+    }
+    /// Thread `t` learns that thread `u` completed event `g` (and all `u` knew then).
+    fn learn(&mut self, t: ThreadId, u: ThreadId, g: u64) {
+        if g == 0 {
+            return;
+        }
+        let h = self
+            .th
+            .get(&u)
+            .and_then(|k| k.hist.get(g as usize - 1))
+            .cloned();
+        let k = self.k(t);
+        if let Some(h) = h {
+            join(&mut k.kn, &h);
+        }
+    }
+    fn last(&self, u: ThreadId) -> u64 {
+        self.th.get(&u).map_or(0, |k| k.hist.len() as u64)
+    }
+    /// Events of other threads that `c`, holding, guarantees complete.
+    fn guarantees(&self, c: &Cond) -> Vec<(ThreadId, u64)> {
+        let begin = |u: ThreadId, tr: u64| -> u64 {
+            if tr == 0 {
+                return 0;
+            }
+            self.th
+                .get(&u)
+                .and_then(|k| k.begin.get(tr as usize).copied())
+                .unwrap_or_else(|| self.last(u))
+        };
+        match c {
+            Cond::D(i) => vec![(i.src, begin(i.src, i.src_id))],
+            Cond::B(i) => vec![(i.src, begin(i.src, i.src_id + 1))],
+            Cond::A(i) | Cond::Edge(i) => vec![(i.src, i.src_id.min(self.last(i.src)))],
+            Cond::Rw(r) => {
+                r.rc.iter()
+                    .enumerate()
+                    .filter(|&(_, &n)| n > 0)
+                    .map(|(u, &n)| {
+                        let u = u as ThreadId;
+                        let g = self
+                            .th
+                            .get(&u)
+                            .and_then(|k| k.read_at.get(n as usize - 1).copied())
+                            .unwrap_or(0);
+                        (u, g)
+                    })
+                    .collect()
+            }
+        }
+    }
+    fn assign(&mut self, t: ThreadId, k: u64, seed_at: u64, cond: Cond) {
+        for (u, g) in self.guarantees(&cond) {
+            self.learn(t, u, g);
+        }
+        self.checks.entry(t).or_default().push(Check {
+            at: k,
+            seed_at,
+            cond,
+        });
+    }
+}
+
+/// The dry run (see the module docs of `plus`).
+pub(super) fn dry_run(
+    seed: TplayLog,
+    trace: &[(Option<Event>, ThreadId)],
+    without: Option<Added>,
+) -> TplayPlusLog {
+    let mut q = Queues::of(&seed);
+    let mut d = Dry {
+        th: HashMap::default(),
+        prog: Progress::default(),
+        checks: Default::default(),
+        stats: PlusStats::default(),
+    };
+    let mut locs = LocState::default();
+    let mut rel: HashMap<LockId, (ThreadId, u64)> = HashMap::default();
+    for &(ev, t) in trace {
+        let Some(ev) = ev else {
+            d.prog.exit(t);
+            continue;
+        };
+        let op = ev.op;
+        let k = d.last(t) + 1;
+        let i = t as usize;
+        let tr = d.prog.tr.get(i).copied().unwrap_or(0);
+        let psi = d.prog.psi.get(i).copied().flatten();
+        let cur = if op.is_write() && !matches!(psi, Some(Psi::Write)) {
+            tr + 1
+        } else {
+            tr
+        };
+        // The seed's records examined here, then the ones waiting for their due event.
+        let due = q
+            .get_mut(&t)
+            .map(|q| q.due(k, cur, &op))
+            .unwrap_or_default();
+        let mut waiting = std::mem::take(&mut d.k(t).deferred);
+        for c in due {
+            if without == Some(Added::DueEvent) {
+                d.assign(t, k, k, c);
+            } else {
+                waiting.push((k, c));
+            }
+        }
+        let mut still = Vec::new();
+        for (seed_at, c) in waiting {
+            if d.prog.holds(&c) {
+                if seed_at != k {
+                    d.stats.late[kind(&c)] += 1;
+                }
+                d.assign(t, k, seed_at, c);
+            } else {
+                still.push((seed_at, c));
+            }
+        }
+        d.k(t).deferred = still;
+        // Program semantics that order this event: the lock's last release, a joined thread.
+        match op {
+            Op::Acquire(m) => {
+                if let Some(&(u, g)) = rel.get(&m) {
+                    if u != t {
+                        d.learn(t, u, g);
+                    }
+                }
+            }
+            Op::Join(u) => {
+                let g = d.last(u);
+                d.learn(t, u, g);
+            }
+            Op::Release(m) => {
+                rel.insert(m, (t, k));
+            }
+            _ => {}
+        }
+        // Conflicts: sources this event must follow.
+        if let Some(x) = op.loc() {
+            let mut src: Vec<(ThreadId, u64, usize)> = Vec::new();
+            if let Some(&(u, g)) = locs.last_w.get(&x) {
+                if u != t {
+                    src.push((u, g, if op.is_write() { 0 } else { 1 }));
+                }
+            }
+            if op.is_write() {
+                if let Some(r) = locs.readers.get(&x) {
+                    src.extend(r.iter().filter(|s| s.0 != t).map(|&(u, g)| (u, g, 2)));
+                }
+            }
+            for (u, g, kind) in src {
+                let kn = d.k(t).kn.get(u as usize).copied().unwrap_or(0);
+                if kn >= g {
+                    continue;
+                }
+                let off = match kind {
+                    0 => Added::WriteWrite,
+                    1 => Added::WriteRead,
+                    _ => Added::ReadWrite,
+                };
+                if without == Some(off) {
+                    continue;
+                }
+                d.stats.edges[kind] += 1;
+                d.assign(t, k, k, Cond::Edge(Inter::new(u, g, t, k)));
+            }
+            if op.is_write() {
+                locs.last_w.insert(x, (t, k));
+                locs.readers.entry(x).or_default().clear();
+            } else {
+                let r = locs.readers.entry(x).or_default();
+                r.retain(|s| s.0 != t);
+                r.push((t, k));
+            }
+        }
+        // This event is complete: publish it.
+        let begins = d.prog.step(t, &op);
+        let kt = d.k(t);
+        if kt.kn.len() <= i {
+            kt.kn.resize(i + 1, 0);
+        }
+        kt.kn[i] = k;
+        let snap = kt.kn.clone();
+        kt.hist.push(snap);
+        if kt.begin.is_empty() {
+            kt.begin.push(0);
+        }
+        if begins {
+            kt.begin.push(k);
+        }
+        if op.is_read() {
+            kt.read_at.push(k);
+        }
+        if let Op::Fork(c) = op {
+            let kn = d.k(t).kn.clone();
+            d.k(c).kn = kn;
+        }
+    }
+    for q in q.values() {
+        for (k, n) in [q.d.len(), q.rw.len(), q.a.len(), q.b.len()]
+            .into_iter()
+            .enumerate()
+        {
+            d.stats.dropped[k] += n as u64;
+        }
+    }
+    for k in d.th.values() {
+        for (_, c) in &k.deferred {
+            d.stats.dropped[kind(c)] += 1;
+        }
+    }
+    for v in d.checks.values_mut() {
+        v.sort_by_key(|c| c.at);
+    }
+    TplayPlusLog {
+        checks: d.checks,
+        l: seed.l.clone(),
+        seed,
+        stats: d.stats,
+    }
+}
