@@ -60,6 +60,68 @@ fn link_archive(archive: &Path) -> PathBuf {
     }
 }
 
+/// The runtime as a shared object for sync mode (`LD_PRELOAD`): the same archive (one source
+/// of the interposers), linked whole into `reprise-shim/libreprise_rt.so` beside it, once per
+/// build of the runtime. Its memcpy family is wrapped as in a full-mode program (the runtime's
+/// `__real_memcpy` ...), and `-init` starts the runtime before the program's constructors.
+/// (A `cdylib` crate type would export only the Rust symbols, not the C shim's.)
+pub fn runtime_shared() -> Result<PathBuf> {
+    let archive = runtime_archive()?;
+    let dir = archive.parent().unwrap().join("reprise-shim");
+    let out = dir.join("libreprise_rt.so");
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(a), Some(o)) = (mtime(&archive), mtime(&out)) {
+        if o >= a {
+            return Ok(out);
+        }
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let tmp = dir.join(format!("libreprise_rt.so.{}", std::process::id()));
+    let cc = std::env::var("REPRISE_GCC").unwrap_or_else(|_| "gcc".into());
+    let st = Command::new(&cc)
+        .args(["-shared", "-o"])
+        .arg(&tmp)
+        .arg("-Wl,--whole-archive")
+        .arg(&archive)
+        .args([
+            "-Wl,--no-whole-archive",
+            "-Wl,--wrap=memcpy",
+            "-Wl,--wrap=memmove",
+            "-Wl,--wrap=memset",
+            "-Wl,-init,reprise_preload_init",
+            "-Wl,--strip-debug",
+            "-lpthread",
+            "-ldl",
+            "-lm",
+        ])
+        .status();
+    match st {
+        Ok(s) if s.success() => {}
+        _ => {
+            let _ = std::fs::remove_file(&tmp);
+            bail!("cannot link the sync-mode runtime {} with `{cc}` (sync mode needs gcc at record and replay)", out.display());
+        }
+    }
+    // Concurrent recorders race here; any complete copy is good.
+    std::fs::rename(&tmp, &out).with_context(|| format!("cannot create {}", out.display()))?;
+    Ok(out)
+}
+
+/// Whether the executable `p` holds the reprise runtime (built with `reprise cc`): it defines
+/// `__tsan_init`. Anything that is not such an ELF file (another program, a script) does not.
+pub fn has_runtime(p: &Path) -> bool {
+    use object::{Object, ObjectSymbol};
+    let Ok(data) = std::fs::read(p) else {
+        return false;
+    };
+    let Ok(file) = object::File::parse(&*data) else {
+        return false;
+    };
+    let defines =
+        |s: object::Symbol| !s.is_undefined() && s.name_bytes().ok() == Some(&b"__tsan_init"[..]);
+    file.symbols().any(defines) || file.dynamic_symbols().any(defines)
+}
+
 /// A directory holding `libtsan.a` -> `archive` (the runtime to link), for gcc's implicit
 /// `-ltsan`: beside the runtime `original`.
 fn shim_dir(original: &Path, archive: &Path) -> Result<PathBuf> {

@@ -51,6 +51,44 @@ pub struct Launch {
     pub find_deadlocks: bool,
     /// Replay under gdb: the arguments given to gdb after reprise's own (see [`GDB_SETUP`]).
     pub gdb: Option<Vec<std::ffi::OsString>>,
+    /// Sync mode: the runtime shared object, put first in `LD_PRELOAD` (the runtime removes it
+    /// from the program's environment at start).
+    pub preload: Option<std::path::PathBuf>,
+}
+
+/// Bytes of the `LD_PRELOAD=...` entry in sync mode: the runtime's path is padded with
+/// leading slashes to this length, so the environment (on the initial stack) has the same
+/// size in record and replay even when reprise moved between them.
+const PRELOAD_ENTRY: usize = 1024;
+
+/// The environment the program is started with: the recorded one, plus in sync mode the
+/// runtime first in `LD_PRELOAD` (before the program's own preloads, which stay).
+fn program_env(l: &Launch) -> Vec<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(so) = &l.preload else {
+        return l.env.clone();
+    };
+    let path = so.as_os_str().as_bytes();
+    let mut env: Vec<Vec<u8>> = Vec::with_capacity(l.env.len() + 1);
+    let mut theirs: Option<Vec<u8>> = None;
+    for e in &l.env {
+        match e.strip_prefix(b"LD_PRELOAD=") {
+            Some(v) if !v.is_empty() => theirs = Some(v.to_vec()),
+            Some(_) => {}
+            None => env.push(e.clone()),
+        }
+    }
+    let mut entry = b"LD_PRELOAD=".to_vec();
+    let tail = theirs.as_ref().map_or(0, |t| t.len() + 1);
+    let pad = PRELOAD_ENTRY.saturating_sub(entry.len() + path.len() + tail + 1);
+    entry.extend(std::iter::repeat_n(b'/', pad));
+    entry.extend_from_slice(path);
+    if let Some(t) = theirs {
+        entry.push(b':');
+        entry.extend(t);
+    }
+    env.push(entry);
+    env
 }
 
 /// gdb commands run before the user's: the signals the runtime uses pass silently (Syscall
@@ -206,7 +244,7 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     unsafe { libc::fcntl(ev_w.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
     let exe = CString::new(l.exe.clone())?;
     let argv = cstrs(&l.argv)?;
-    let env = cstrs(&l.env)?;
+    let env = cstrs(&program_env(l))?;
     let cwd = CString::new(l.cwd.clone())?;
     let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|c| c.as_ptr()).collect();
     argv_p.push(std::ptr::null());

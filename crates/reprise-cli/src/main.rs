@@ -88,6 +88,11 @@ enum Cmd {
         /// trace replays exactly without it (the seed is kept in the trace header).
         #[arg(long)]
         chaos: bool,
+        /// `full` (a program built with `reprise cc`: exact replay) or `sync` (an unmodified
+        /// program, runtime injected with LD_PRELOAD: synchronisation and system calls only).
+        /// Default: full when the program holds the reprise runtime, else sync.
+        #[arg(long, value_enum)]
+        mode: Option<options::Mode>,
         /// The program and its arguments.
         #[arg(trailing_var_arg = true, required = true)]
         cmd: Vec<OsString>,
@@ -176,6 +181,7 @@ fn main() {
             until_status,
             until_output,
             chaos,
+            mode,
             cmd,
         } => {
             let checkpoint = match verify {
@@ -193,6 +199,7 @@ fn main() {
                 until_status,
                 until_output,
                 chaos,
+                mode,
             })
         }
         Cmd::Replay {

@@ -32,6 +32,33 @@ pub struct RecordOpts {
     pub hash_reads: bool,
     /// Turn Syscall User Dispatch off.
     pub no_sud: bool,
+    /// `--mode`: None picks full when the program holds the runtime, else sync.
+    pub mode: Option<crate::options::Mode>,
+}
+
+/// The mode to record `exe` in: `--mode`, else full when it holds the reprise runtime and sync
+/// (with a one-line notice, once per `record`) otherwise.
+fn pick_mode(o: &RecordOpts, exe: &Path, announce: bool) -> Result<crate::options::Mode> {
+    use crate::options::Mode;
+    let built = crate::cc::has_runtime(exe);
+    match (o.mode, built) {
+        (Some(Mode::Full), false) => bail!(
+            "{} was not built with `reprise cc` (no reprise runtime in it): rebuild it with `reprise cc`, or record it with --mode sync",
+            exe.display()
+        ),
+        (Some(Mode::Sync), true) => bail!(
+            "{} was built with `reprise cc`: record it in full mode (--mode full), or build it with plain gcc for --mode sync",
+            exe.display()
+        ),
+        (Some(m), _) => Ok(m),
+        (None, true) => Ok(Mode::Full),
+        (None, false) => {
+            if announce {
+                eprintln!("reprise: {} was not built with `reprise cc`: recording in sync mode (synchronisation and system calls only; use `reprise cc` for exact replay of racy code)", exe.display());
+            }
+            Ok(Mode::Sync)
+        }
+    }
 }
 
 /// Whether `p` is a regular file someone may execute.
@@ -246,6 +273,19 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
             });
         }
     };
+    let mode = pick_mode(o, &exe, announce || o.until_fail.is_none())?;
+    let sync = mode == crate::options::Mode::Sync;
+    let preload = if sync {
+        Some(crate::cc::runtime_shared()?)
+    } else {
+        None
+    };
+    // Sync mode orders synchronisation only: LEAP's per-object vectors.
+    let strategy = if sync {
+        crate::options::Strategy::Leap
+    } else {
+        o.strategy
+    };
     let name = exe
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -272,7 +312,7 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
     let header = Header {
         format_version: reprise_trace::TRACE_VERSION,
         runtime_version: env!("CARGO_PKG_VERSION").into(),
-        strategy: o.strategy.name().to_string(),
+        strategy: strategy.name().to_string(),
         exe_path: exe.as_os_str().as_bytes().to_vec(),
         exe_hash: exe_hash(&exe)?,
         argv: o.cmd.iter().map(|a| a.as_bytes().to_vec()).collect(),
@@ -289,6 +329,7 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
             ("hash_reads".to_string(), o.hash_reads.to_string()),
             ("sud".to_string(), (!o.no_sud).to_string()),
             ("chaos_seed".to_string(), chaos.to_string()),
+            ("mode".to_string(), mode.name().to_string()),
         ]
         .into_iter()
         .collect(),
@@ -296,7 +337,8 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
     let f = std::fs::File::create(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     let w = TraceWriter::new(BufWriter::new(f), &header)?;
-    let flags = o.strategy.flag()
+    let flags = strategy.flag()
+        | if sync { reprise_proto::FLAG_SYNC } else { 0 }
         | if o.hash_reads {
             reprise_proto::FLAG_HASH_READS
         } else {
@@ -319,6 +361,7 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
         end_signal: None,
         find_deadlocks: true,
         gdb: None,
+        preload: preload.clone(),
     };
     let mut sink = RecordSink {
         w,

@@ -136,6 +136,12 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     if hash != header.exe_hash {
         return fail(format!("{} changed since the recording (content hash {} now, {} recorded): rebuild it as it was or record again", exe.display(), hash, header.exe_hash));
     }
+    let sync = header.extra.get("mode").is_some_and(|m| m == "sync");
+    let preload = if sync {
+        Some(crate::cc::runtime_shared().map_err(|e| Fail(format!("{e:#}")))?)
+    } else {
+        None
+    };
     let timeout = o
         .timeout
         .unwrap_or_else(|| Duration::from_secs(60).max(Duration::from_nanos(footer.wall_ns) * 20));
@@ -158,7 +164,8 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
                     reprise_proto::FLAG_NO_SUD
                 } else {
                     0
-                },
+                }
+                | if sync { reprise_proto::FLAG_SYNC } else { 0 },
         ),
         // Under gdb the program may stay stopped for as long as the user likes.
         watchdog: if o.gdb.is_some() { None } else { Some(timeout) },
@@ -169,9 +176,19 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
         }),
         find_deadlocks: false,
         gdb: o.gdb.clone(),
+        preload: preload.clone(),
     };
     let mut sink = ReplaySink::default();
     let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
+    // Sync mode orders synchronisation only: a divergence means the program's unordered
+    // accesses (a data race, inline atomics) went another way than while recording.
+    let fail = |msg: String| -> Result<i32> {
+        if sync {
+            fail(format!("{msg}\nreprise: the program probably has a data race here: record it with `reprise cc` for exact replay"))
+        } else {
+            fail(msg)
+        }
+    };
     if let Some((_, _, msg)) = &sink.rec.diverged {
         // Name the source line where the diverging thread was (its access or call).
         let at = sink.rec.diverge_stack.as_ref().and_then(|(_, pcs)| {

@@ -15,7 +15,8 @@
 //!
 //! Rules inside this crate: no allocation from the program's heap, no lock the program can
 //! see, errno preserved across runtime work, every mapping at a fixed address (see
-//! [`layout`]). Not yet here: sync mode (LD_PRELOAD).
+//! [`layout`]). The same archive is linked into `libreprise_rt.so` for sync mode
+//! ([`preload`]: unmodified programs, LD_PRELOAD, synchronisation and system calls only).
 #![warn(unsafe_op_in_unsafe_fn)]
 #![deny(missing_docs)]
 
@@ -32,6 +33,7 @@ pub mod leap;
 pub mod lifecycle;
 pub mod model;
 pub mod ownership;
+pub mod preload;
 pub mod ralloc;
 pub mod real;
 pub mod signals;
