@@ -54,6 +54,9 @@ pub struct Launch {
     /// Sync mode: the runtime shared object, put first in `LD_PRELOAD` (the runtime removes it
     /// from the program's environment at start).
     pub preload: Option<std::path::PathBuf>,
+    /// Copy the program's stdout and stderr to reprise's as they come (else only the sink
+    /// gets them).
+    pub echo: bool,
 }
 
 /// Bytes of the `LD_PRELOAD=...` entry in sync mode: the runtime's path is padded with
@@ -376,12 +379,16 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(Msg::Events(b)) => sink.events(&b)?,
             Ok(Msg::Stdout(b)) => {
-                let _ = stdout.write_all(&b);
-                let _ = stdout.flush();
+                if l.echo {
+                    let _ = stdout.write_all(&b);
+                    let _ = stdout.flush();
+                }
                 sink.stdout(&b)?
             }
             Ok(Msg::Stderr(b)) => {
-                let _ = stderr.write_all(&b);
+                if l.echo {
+                    let _ = stderr.write_all(&b);
+                }
                 sink.stderr(&b)?
             }
             Ok(Msg::Eof) => open -= 1,
@@ -460,11 +467,15 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         match m {
             Msg::Events(b) => sink.events(&b)?,
             Msg::Stdout(b) => {
-                let _ = stdout.write_all(&b);
+                if l.echo {
+                    let _ = stdout.write_all(&b);
+                }
                 sink.stdout(&b)?
             }
             Msg::Stderr(b) => {
-                let _ = stderr.write_all(&b);
+                if l.echo {
+                    let _ = stderr.write_all(&b);
+                }
                 sink.stderr(&b)?
             }
             Msg::Eof => {}

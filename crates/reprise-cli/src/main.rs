@@ -107,6 +107,11 @@ enum Cmd {
         /// Give up after this many seconds without progress (default: max(60, 20x the recording)).
         #[arg(long)]
         timeout: Option<u64>,
+        /// Re-run a diverged replay with varied timing, up to N runs in all, until one verifies
+        /// (for sync-mode traces of programs with data races); the output shown is the
+        /// verified run's.
+        #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "gdb")]
+        attempts: u32,
         /// Replay under gdb, stopped before main (`-- GDB ARGS` go to gdb, e.g.
         /// `-- -batch -ex continue -ex bt`); the replay still verifies at its end.
         #[arg(long)]
@@ -206,12 +211,14 @@ fn main() {
             trace,
             jitter,
             timeout,
+            attempts,
             gdb,
             gdb_args,
         } => replay::replay(replay::ReplayOpts {
             trace,
             jitter,
             timeout: timeout.map(std::time::Duration::from_secs),
+            attempts,
             gdb: gdb.then_some(gdb_args),
         }),
         Cmd::Info { trace, records } => info::info(trace, records),

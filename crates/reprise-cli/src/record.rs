@@ -362,6 +362,7 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
         find_deadlocks: true,
         gdb: None,
         preload: preload.clone(),
+        echo: true,
     };
     let mut sink = RecordSink {
         w,

@@ -18,6 +18,9 @@ pub struct ReplayOpts {
     pub jitter: u64,
     /// Timeout without progress.
     pub timeout: Option<Duration>,
+    /// Re-run a diverged replay with varied timing up to this many times in all (seed 002's
+    /// re-execution, for sync-mode traces of programs with races).
+    pub attempts: u32,
     /// Run under gdb with these arguments for gdb.
     pub gdb: Option<Vec<std::ffi::OsString>>,
 }
@@ -145,15 +148,10 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     let timeout = o
         .timeout
         .unwrap_or_else(|| Duration::from_secs(60).max(Duration::from_nanos(footer.wall_ns) * 20));
-    let launch = Launch {
-        exe: header.exe_path.clone(),
-        argv: header.argv.clone(),
-        env: header.env.clone(),
-        cwd: header.cwd.clone(),
-        rlimit_stack: header.rlimit_stack,
-        config: rec.replay_config(
+    let config = |jitter: u64| {
+        rec.replay_config(
             header.checkpoint_interval,
-            o.jitter,
+            jitter,
             strategy_flag
                 | if header
                     .extra
@@ -166,63 +164,114 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
                     0
                 }
                 | if sync { reprise_proto::FLAG_SYNC } else { 0 },
-        ),
-        // Under gdb the program may stay stopped for as long as the user likes.
-        watchdog: if o.gdb.is_some() { None } else { Some(timeout) },
-        forward_signals: false,
-        end_signal: rec.end.as_ref().and_then(|(end, finals)| {
-            (end.kind == reprise_proto::END_SIGNAL && end.tid == reprise_proto::END_TID_NONE)
-                .then(|| (end.code, finals.iter().map(|(&t, &n)| (t, n)).collect()))
-        }),
-        find_deadlocks: false,
-        gdb: o.gdb.clone(),
-        preload: preload.clone(),
+        )
     };
-    let mut sink = ReplaySink::default();
-    let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
-    // Sync mode orders synchronisation only: a divergence means the program's unordered
-    // accesses (a data race, inline atomics) went another way than while recording.
-    let fail = |msg: String| -> Result<i32> {
-        if sync {
-            fail(format!("{msg}\nreprise: the program probably has a data race here: record it with `reprise cc` for exact replay"))
+    let attempts = o.attempts.max(1);
+    // With several attempts the program's output is shown once, from the attempt that verified
+    // (or the last one), not live.
+    let echo = attempts == 1;
+    // One replay: Ok(Ok(status)) verified, Ok(Err(why)) diverged.
+    let attempt = |jitter: u64| -> Result<std::result::Result<ReplaySink, String>> {
+        let launch = Launch {
+            exe: header.exe_path.clone(),
+            argv: header.argv.clone(),
+            env: header.env.clone(),
+            cwd: header.cwd.clone(),
+            rlimit_stack: header.rlimit_stack,
+            config: config(jitter),
+            // Under gdb the program may stay stopped for as long as the user likes.
+            watchdog: if o.gdb.is_some() { None } else { Some(timeout) },
+            forward_signals: false,
+            end_signal: rec.end.as_ref().and_then(|(end, finals)| {
+                (end.kind == reprise_proto::END_SIGNAL && end.tid == reprise_proto::END_TID_NONE)
+                    .then(|| (end.code, finals.iter().map(|(&t, &n)| (t, n)).collect()))
+            }),
+            find_deadlocks: false,
+            gdb: o.gdb.clone(),
+            preload: preload.clone(),
+            echo,
+        };
+        let mut sink = ReplaySink::default();
+        let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
+        if let Some((_, _, msg)) = &sink.rec.diverged {
+            // Name the source line where the diverging thread was (its access or call).
+            let at = sink.rec.diverge_stack.as_ref().and_then(|(_, pcs)| {
+                crate::sym::stack_place(&crate::sym::recorded_exe(&header), pcs, false)
+            });
+            return Ok(Err(match at {
+                Some(at) => format!("replay diverged: {msg}, in code at {at}"),
+                None => format!("replay diverged: {msg}"),
+            }));
+        }
+        if let Some(report) = ended.stuck {
+            return Ok(Err(report));
+        }
+        let a = RunOutput {
+            rec: &rec,
+            stdout: &out,
+            stderr: &err,
+            exit: &footer.exit,
+        };
+        let b = RunOutput {
+            rec: &sink.rec,
+            stdout: &sink.out,
+            stderr: &sink.err,
+            exit: &ended.exit,
+        };
+        let exact_log = verify::model_log_is_exact(strategy_flag);
+        if let Err(why) = verify::compare(&a, &b, exact_log) {
+            return Ok(Err(format!("replay diverged: {why}")));
+        }
+        Ok(Ok(sink))
+    };
+    let mut tried = 0;
+    let verdict = loop {
+        tried += 1;
+        // Attempts after the first vary the timing (seeded delays at every runtime entry).
+        let jitter = if tried == 1 {
+            o.jitter
         } else {
-            fail(msg)
+            o.jitter.wrapping_add(tried as u64)
+        };
+        let r = attempt(jitter)?;
+        if r.is_ok() || tried >= attempts {
+            break r;
         }
     };
-    if let Some((_, _, msg)) = &sink.rec.diverged {
-        // Name the source line where the diverging thread was (its access or call).
-        let at = sink.rec.diverge_stack.as_ref().and_then(|(_, pcs)| {
-            crate::sym::stack_place(&crate::sym::recorded_exe(&header), pcs, false)
-        });
-        return fail(match at {
-            Some(at) => format!("replay diverged: {msg}, in code at {at}"),
-            None => format!("replay diverged: {msg}"),
-        });
-    }
-    if let Some(report) = ended.stuck {
-        return fail(report);
-    }
-    let a = RunOutput {
-        rec: &rec,
-        stdout: &out,
-        stderr: &err,
-        exit: &footer.exit,
+    let show = |sink: &ReplaySink| {
+        use std::io::Write;
+        if !echo {
+            let _ = std::io::stdout().write_all(&sink.out);
+            let _ = std::io::stdout().flush();
+            let _ = std::io::stderr().write_all(&sink.err);
+        }
     };
-    let b = RunOutput {
-        rec: &sink.rec,
-        stdout: &sink.out,
-        stderr: &sink.err,
-        exit: &ended.exit,
-    };
-    let exact_log = verify::model_log_is_exact(strategy_flag);
-    if let Err(why) = verify::compare(&a, &b, exact_log) {
-        return fail(format!("replay diverged: {why}"));
+    match verdict {
+        Ok(sink) => show(&sink),
+        Err(msg) => {
+            let tries = if attempts > 1 {
+                format!(" (in each of {attempts} attempts)")
+            } else {
+                String::new()
+            };
+            // Sync mode orders synchronisation only: a divergence means the program's
+            // unordered accesses (a data race, inline atomics) went another way than while
+            // recording.
+            return if sync {
+                fail(format!("{msg}{tries}\nreprise: the program probably has a data race here: record it with `reprise cc` for exact replay"))
+            } else {
+                fail(format!("{msg}{tries}"))
+            };
+        }
     }
     eprintln!(
         "reprise: replay verified ({} events, {} threads)",
         rec.total_events(),
         rec.nthreads()
     );
+    if attempts > 1 {
+        eprintln!("reprise: the replay verified on attempt {tried} of up to {attempts}");
+    }
     if let Some(report) = &footer.deadlock {
         // Every thread reached its recorded last event, blocked as it was: the same deadlock.
         crate::record::say_lines("the replay reached the recorded ", report);
