@@ -195,12 +195,8 @@ int main(void) {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
-/// Debian's pigz (installed by scripts/test), compressing a generated 4 MB file to stdout with
-/// two threads: recorded in sync mode, the replay verified with the same bytes on stdout.
-#[test]
-fn pigz_to_stdout() {
-    let w = Work::new();
-    // Compressible, varied text from a fixed generator.
+/// A generated 4 MB text file (compressible, varied, from a fixed generator) in `w`.
+fn input_file(w: &Work) {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut text = Vec::with_capacity(4 << 20);
     while text.len() < 4 << 20 {
@@ -210,22 +206,98 @@ fn pigz_to_stdout() {
         text.extend_from_slice(format!("line {} value {:x}\n", x % 1000, x >> 40).as_bytes());
     }
     std::fs::write(w.path("input.txt"), &text).unwrap();
-    let native = Command::new("pigz")
+}
+
+/// A Debian compressor (installed by scripts/test) with two threads: compressing to stdout,
+/// recorded 3 times in sync mode, each the bytes of a native run and each replay verified with
+/// them; compressing to a file `out` (`to_file`, when given), recorded once: the replay
+/// writes no file.
+fn debian(to_stdout: &[&str], to_file: Option<&[&str]>, out: &str) {
+    let w = Work::new();
+    input_file(&w);
+    let native = Command::new(to_stdout[0])
         .current_dir(w.dir.path())
-        .args(["-p", "2", "-c", "input.txt"])
+        .args(&to_stdout[1..])
         .output()
-        .expect("pigz is installed by scripts/test");
+        .unwrap_or_else(|e| panic!("{} (installed by scripts/test): {e}", to_stdout[0]));
+    assert!(native.status.success());
     for i in 0..3 {
-        let trace = w.path(&format!("pigz-{i}.trace"));
+        let trace = w.path(&format!("{}-{i}.trace", to_stdout[0]));
         let mut c = w.cmd();
         c.arg("record")
             .arg("-o")
             .arg(&trace)
-            .args(["--", "pigz", "-p", "2", "-c", "input.txt"]);
-        let o = run_limited(c, Duration::from_secs(120));
+            .arg("--")
+            .args(to_stdout);
+        let o = run_limited(c, Duration::from_secs(300));
         let r = recorded(trace, &o);
-        assert_eq!(r.status, 0);
-        assert!(r.stdout == native.stdout, "recorded pigz output differs");
+        assert_eq!(r.status, 0, "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            r.stdout == native.stdout,
+            "recorded output differs from a native run"
+        );
         replay_verified(&w, &r, How::Plain);
     }
+    let Some(to_file) = to_file else {
+        return;
+    };
+    let trace = w.path("to-file.trace");
+    let mut c = w.cmd();
+    c.arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .args(to_file);
+    let o = run_limited(c, Duration::from_secs(300));
+    let r = recorded(trace, &o);
+    assert_eq!(r.status, 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let written = std::fs::read(w.path(out)).expect("the recording wrote its file");
+    assert!(
+        written == native.stdout,
+        "the file differs from a native run's output"
+    );
+    std::fs::remove_file(w.path(out)).unwrap();
+    replay_verified(&w, &r, How::Plain);
+    assert!(!w.path(out).exists(), "the replay wrote {out}");
+}
+
+#[test]
+fn pigz() {
+    debian(
+        &["pigz", "-p", "2", "-c", "input.txt"],
+        Some(&["pigz", "-p", "2", "-k", "input.txt"]),
+        "input.txt.gz",
+    );
+}
+
+#[test]
+fn xz() {
+    // Blocks of 1 MiB, so two threads compress.
+    let t = ["-T2", "--block-size=1MiB", "-3"];
+    debian(
+        &["xz", t[0], t[1], t[2], "-c", "input.txt"],
+        Some(&["xz", t[0], t[1], t[2], "-k", "input.txt"]),
+        "input.txt.xz",
+    );
+}
+
+#[test]
+fn zstd() {
+    debian(
+        &["zstd", "-T2", "-q", "-c", "input.txt"],
+        Some(&["zstd", "-T2", "-q", "input.txt", "-o", "out.zst"]),
+        "out.zst",
+    );
+}
+
+#[test]
+fn pbzip2() {
+    debian(
+        &["pbzip2", "-p2", "-c", "input.txt"],
+        // Not to a file: pbzip2 then inspects its output file with system calls whose results
+        // are not recorded yet (ARCHITECTURE.md, "Not yet handled"), and a replay without
+        // the file takes another path (detected: 125, never verified).
+        None,
+        "input.txt.bz2",
+    );
 }
