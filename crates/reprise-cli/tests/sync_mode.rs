@@ -96,8 +96,57 @@ race_free_tests!(
     detached_exit
 );
 
-/// A racy program built with plain gcc: each replay is verified with the recorded output and
-/// status, or exits 125 with the data-race message; never a mismatching "verified", no hang.
+/// Racy programs built with plain gcc/g++ (data races, or inline atomics sync mode cannot
+/// see): each replay is verified with the recorded output and status, or exits 125 with the
+/// data-race message; never a mismatching "verified", no hang.
+fn racy(name: &str) {
+    let p = program(name);
+    let w = Work::new();
+    let bin = build_plain(&w, &p);
+    let (mut verified, mut diverged) = (0, 0);
+    for i in 0..RECORDINGS {
+        let r = record(&w, &bin, &p.args, &format!("{name}-{i}.trace"), &[]);
+        let mut c = w.cmd();
+        c.arg("replay").arg(&r.trace).args(["--timeout", "20"]);
+        let o = run_limited(c, Duration::from_secs(120));
+        let err = String::from_utf8_lossy(&o.stderr);
+        if err.contains("reprise: replay verified") {
+            assert_eq!(o.stdout, r.stdout, "verified with another output:\n{err}");
+            assert_eq!(shell_status(&o), r.status, "verified with another status");
+            verified += 1;
+        } else {
+            assert_eq!(shell_status(&o), 125, "not 125:\n{err}");
+            assert!(err.contains(RACE_MESSAGE), "no data-race message:\n{err}");
+            diverged += 1;
+        }
+    }
+    eprintln!("{name}: {verified} verified, {diverged} diverged (data race named)");
+}
+
+macro_rules! racy_tests {
+    ($($name:ident),*) => {$(
+        #[test]
+        fn $name() {
+            racy(stringify!($name));
+        }
+    )*};
+}
+
+racy_tests!(
+    check_then_act,
+    order_violation,
+    struct_copy_race,
+    lockfree_stack,
+    spin_plain,
+    errno_after,
+    local_static,
+    tls_dtor,
+    thread_exit,
+    crash_sometimes
+);
+
+/// counter_race built with plain gcc: each replay verified with the recorded output and status,
+/// or 125 with the data-race message; a diverged one replayed again with `--attempts 10`.
 #[test]
 fn counter_race_is_verified_or_named() {
     let p = program("counter_race");
