@@ -108,7 +108,7 @@ pub fn runtime_shared() -> Result<PathBuf> {
 }
 
 /// Whether the executable `p` holds the reprise runtime (built with `reprise cc`): it defines
-/// `__tsan_init`. Anything that is not such an ELF file (another program, a script) does not.
+/// `__tsan_init`, or, stripped, holds the runtime's marker. Anything that is not such an ELF file (another program, a script) does not.
 pub fn has_runtime(p: &Path) -> bool {
     use object::{Object, ObjectSymbol};
     let Ok(data) = std::fs::read(p) else {
@@ -119,7 +119,13 @@ pub fn has_runtime(p: &Path) -> bool {
     };
     let defines =
         |s: object::Symbol| !s.is_undefined() && s.name_bytes().ok() == Some(&b"__tsan_init"[..]);
-    file.symbols().any(defines) || file.dynamic_symbols().any(defines)
+    if file.symbols().any(defines) || file.dynamic_symbols().any(defines) {
+        return true;
+    }
+    // Stripped: the runtime's marker (`REPRISE_RUNTIME_MARKER`), built here from two parts so
+    // that reprise itself does not hold it.
+    let marker = [&b"\0reprise-runtime-"[..], b"marker-v1\0"].concat();
+    file.symbols().next().is_none() && data.windows(marker.len()).any(|w| w == marker)
 }
 
 /// A directory holding `libtsan.a` -> `archive` (the runtime to link), for gcc's implicit

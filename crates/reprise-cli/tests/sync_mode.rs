@@ -242,6 +242,17 @@ int main(void) {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(shell_status(&o), 1, "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+
+    // Stripped, a `reprise cc` program is still recorded in full mode (the runtime's marker).
+    let st = Command::new("strip")
+        .current_dir(w.dir.path())
+        .arg("envp-full")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let r = record(&w, "envp-full", &[], "stripped.trace", &[]);
+    assert!(info(&w, &r.trace).contains("mode: full"));
+    replay_verified(&w, &r, How::Plain);
 }
 
 /// A generated 4 MB text file (compressible, varied, from a fixed generator) in `w`.

@@ -43,5 +43,11 @@ pub mod sync;
 pub mod sys;
 pub mod tsan;
 
+/// Found by `reprise record` in a program built with `reprise cc` even when it is stripped
+/// (no `__tsan_init` symbol left): such a program is recorded in full mode, not sync mode.
+#[used]
+#[no_mangle]
+pub static REPRISE_RUNTIME_MARKER: [u8; 28] = *b"\0reprise-runtime-marker-v1\0\0";
+
 #[global_allocator]
 static ALLOC: ralloc::RuntimeAlloc = ralloc::RuntimeAlloc;
