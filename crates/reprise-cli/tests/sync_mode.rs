@@ -270,7 +270,7 @@ fn input_file(w: &Work) {
 
 /// A Debian compressor (installed by scripts/test) with two threads: compressing to stdout,
 /// recorded 3 times in sync mode, each the bytes of a native run and each replay verified with
-/// them; compressing to a file `out` (`to_file`, when given), recorded once: the replay
+/// them (the first also on one CPU); compressing to a file `out` (`to_file`, when given), recorded once: the replay
 /// writes no file.
 fn debian(to_stdout: &[&str], to_file: Option<&[&str]>, out: &str) {
     let w = Work::new();
@@ -297,6 +297,9 @@ fn debian(to_stdout: &[&str], to_file: Option<&[&str]>, out: &str) {
             "recorded output differs from a native run"
         );
         replay_verified(&w, &r, How::Plain);
+        if i == 0 {
+            replay_verified(&w, &r, How::OneCpu);
+        }
     }
     let Some(to_file) = to_file else {
         return;
