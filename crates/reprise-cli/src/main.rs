@@ -165,6 +165,11 @@ enum Cmd {
         /// timeout; later runs of that program and strategy are then skipped.
         #[arg(long, default_value_t = 30)]
         timeout: u64,
+        /// `sync`: unmodified programs (the suite built with plain gcc, and pigz, xz, zstd,
+        /// pbzip2 when installed) recorded in sync mode: record/native, replay/native, trace
+        /// size, verified/N (size default: the programs' own).
+        #[arg(long, value_enum)]
+        mode: Option<options::Mode>,
     },
 }
 
@@ -232,6 +237,7 @@ fn main() {
             size,
             quick,
             timeout,
+            mode,
         } => bench::run(bench::BenchOpts {
             programs,
             strategies: strategies.iter().map(|s| s.name().to_string()).collect(),
@@ -241,6 +247,7 @@ fn main() {
             size,
             quick,
             timeout: std::time::Duration::from_secs(timeout.max(1)),
+            sync: mode == Some(options::Mode::Sync),
         }),
     };
     match r {

@@ -364,3 +364,31 @@ fn pbzip2() {
         "input.txt.bz2",
     );
 }
+
+/// `reprise bench --mode sync --quick`: a suite program built with plain gcc and pigz, one run
+/// each: the table names both with their replay verified.
+#[test]
+fn bench_sync_quick() {
+    let w = Work::new();
+    let mut c = w.cmd();
+    c.current_dir(root())
+        .args([
+            "bench",
+            "--mode",
+            "sync",
+            "--quick",
+            "--programs",
+            "histogram,pigz",
+        ])
+        .arg("--out")
+        .arg(w.path("out"));
+    let o = run_limited(c, Duration::from_secs(300));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(shell_status(&o), 0, "{err}");
+    let md = std::fs::read_to_string(w.path("out/bench-sync.md")).unwrap();
+    for row in ["| histogram | suite |", "| pigz | Debian |"] {
+        let line = md.lines().find(|l| l.starts_with(row));
+        assert!(line.is_some_and(|l| l.ends_with("| 1/1 |")), "{row}:\n{md}");
+    }
+    assert!(md.contains("suite: record/native geomean"), "{md}");
+}
