@@ -330,6 +330,13 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
             ("sud".to_string(), (!o.no_sud).to_string()),
             ("chaos_seed".to_string(), chaos.to_string()),
             ("mode".to_string(), mode.name().to_string()),
+            (
+                "runtime_so_hash".to_string(),
+                match &preload {
+                    Some(so) => exe_hash(so)?,
+                    None => String::new(),
+                },
+            ),
         ]
         .into_iter()
         .collect(),
