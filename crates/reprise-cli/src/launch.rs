@@ -59,41 +59,6 @@ pub struct Launch {
     pub echo: bool,
 }
 
-/// Bytes of the `LD_PRELOAD=...` entry in sync mode: the runtime's path is padded with
-/// leading slashes to this length, so the environment (on the initial stack) has the same
-/// size in record and replay even when reprise moved between them.
-const PRELOAD_ENTRY: usize = 1024;
-
-/// The environment the program is started with: the recorded one, plus in sync mode the
-/// runtime first in `LD_PRELOAD` (before the program's own preloads, which stay).
-fn program_env(l: &Launch) -> Vec<Vec<u8>> {
-    use std::os::unix::ffi::OsStrExt;
-    let Some(so) = &l.preload else {
-        return l.env.clone();
-    };
-    let path = so.as_os_str().as_bytes();
-    let mut env: Vec<Vec<u8>> = Vec::with_capacity(l.env.len() + 1);
-    let mut theirs: Option<Vec<u8>> = None;
-    for e in &l.env {
-        match e.strip_prefix(b"LD_PRELOAD=") {
-            Some(v) if !v.is_empty() => theirs = Some(v.to_vec()),
-            Some(_) => {}
-            None => env.push(e.clone()),
-        }
-    }
-    let mut entry = b"LD_PRELOAD=".to_vec();
-    let tail = theirs.as_ref().map_or(0, |t| t.len() + 1);
-    let pad = PRELOAD_ENTRY.saturating_sub(entry.len() + path.len() + tail + 1);
-    entry.extend(std::iter::repeat_n(b'/', pad));
-    entry.extend_from_slice(path);
-    if let Some(t) = theirs {
-        entry.push(b':');
-        entry.extend(t);
-    }
-    env.push(entry);
-    env
-}
-
 /// gdb commands run before the user's: the signals the runtime uses pass silently (Syscall
 /// User Dispatch's SIGSYS, the hand-over signal 62, timer signals), then gdb lets the
 /// program, waiting for it before its exec, reach the exec and stops there: before `main`, with the
@@ -247,7 +212,7 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     unsafe { libc::fcntl(ev_w.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
     let exe = CString::new(l.exe.clone())?;
     let argv = cstrs(&l.argv)?;
-    let env = cstrs(&program_env(l))?;
+    let env = cstrs(&crate::syncmode::program_env(&l.env, l.preload.as_deref()))?;
     let cwd = CString::new(l.cwd.clone())?;
     let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|c| c.as_ptr()).collect();
     argv_p.push(std::ptr::null());

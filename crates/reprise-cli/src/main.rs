@@ -14,6 +14,7 @@ mod record;
 mod recording;
 mod replay;
 mod sym;
+mod syncmode;
 mod tracedir;
 mod verify;
 mod view;

@@ -40,7 +40,7 @@ pub struct RecordOpts {
 /// (with a one-line notice, once per `record`) otherwise.
 fn pick_mode(o: &RecordOpts, exe: &Path, announce: bool) -> Result<crate::options::Mode> {
     use crate::options::Mode;
-    let built = crate::cc::has_runtime(exe);
+    let built = crate::syncmode::has_runtime(exe);
     match (o.mode, built) {
         (Some(Mode::Full), false) => bail!(
             "{} was not built with `reprise cc` (no reprise runtime in it): rebuild it with `reprise cc`, or record it with --mode sync",
@@ -276,7 +276,7 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
     let mode = pick_mode(o, &exe, announce || o.until_fail.is_none())?;
     let sync = mode == crate::options::Mode::Sync;
     let preload = if sync {
-        Some(crate::cc::runtime_shared()?)
+        Some(crate::syncmode::runtime_shared()?)
     } else {
         None
     };

@@ -141,7 +141,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     }
     let sync = header.extra.get("mode").is_some_and(|m| m == "sync");
     let preload = if sync {
-        let so = crate::cc::runtime_shared().map_err(|e| Fail(format!("{e:#}")))?;
+        let so = crate::syncmode::runtime_shared().map_err(|e| Fail(format!("{e:#}")))?;
         let recorded = header.extra.get("runtime_so_hash").map(String::as_str);
         if recorded.is_some_and(|h| {
             !h.is_empty() && crate::record::exe_hash(&so).ok().as_deref() != Some(h)

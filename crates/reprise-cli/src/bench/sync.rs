@@ -217,7 +217,7 @@ fn markdown(rows: &[Row], runs: usize) -> String {
 pub(super) fn run(o: &BenchOpts) -> Result<i32> {
     let root = build::find_root()?;
     let reprise = std::env::current_exe().context("cannot locate the reprise binary")?;
-    crate::cc::runtime_shared()?; // fail early, before building anything
+    crate::syncmode::runtime_shared()?; // fail early, before building anything
     let runs = o.runs.unwrap_or(if o.quick { 1 } else { 5 }).max(1);
     let size = o.size.unwrap_or(Size::Default);
     std::fs::create_dir_all(&o.out)
