@@ -194,7 +194,7 @@ impl Sink for RecordSink {
 /// Record; returns the shell status to exit with.
 pub fn record(o: RecordOpts) -> Result<i32> {
     let Some(n) = o.until_fail else {
-        return Ok(record_one(&o, true)?.status);
+        return Ok(record_one(&o, true, true)?.status);
     };
     if n == 0 {
         bail!("--until-fail takes a number of runs of at least 1");
@@ -204,7 +204,7 @@ pub fn record(o: RecordOpts) -> Result<i32> {
             status,
             trace,
             output,
-        } = record_one(&o, false)?;
+        } = record_one(&o, false, run == 1)?;
         let Some(path) = trace else {
             return Ok(status); // nothing was run (the program cannot be executed)
         };
@@ -244,8 +244,9 @@ struct Run {
     output: String,
 }
 
-/// Record one run; `announce`: say where the trace went and make it the latest.
-fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
+/// Record one run; `announce`: say where the trace went and make it the latest; `notice`: say
+/// that the program is recorded in sync mode, when it is.
+fn record_one(o: &RecordOpts, announce: bool, notice: bool) -> Result<Run> {
     // A fresh seed per run (a run that fails is replayed from what it recorded, not re-run).
     let chaos = if o.chaos {
         std::time::SystemTime::now()
@@ -273,7 +274,7 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
             });
         }
     };
-    let mode = pick_mode(o, &exe, announce || o.until_fail.is_none())?;
+    let mode = pick_mode(o, &exe, notice)?;
     let sync = mode == crate::options::Mode::Sync;
     let preload = if sync {
         Some(crate::syncmode::runtime_shared()?)
