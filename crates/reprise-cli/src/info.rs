@@ -19,6 +19,11 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
             .collect::<Vec<_>>()
             .join(" ")
     );
+    let mode = match h.extra.get("mode").map(String::as_str) {
+        Some("sync") => "sync (unmodified program, LD_PRELOAD: synchronisation and system calls)",
+        _ => "full (built with `reprise cc`: every access ordered)",
+    };
+    println!("mode: {mode}");
     println!(
         "strategy: {}   checkpoint every {} events",
         h.strategy, h.checkpoint_interval

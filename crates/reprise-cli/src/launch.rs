@@ -55,6 +55,12 @@ pub struct Launch {
     /// ([`Watchdog::at_cut`]), end the replay (SIGTERM, asked through the status header) so
     /// that the runtime sends what it re-recorded.
     pub cut: bool,
+    /// Sync mode: the runtime shared object, put first in `LD_PRELOAD` (the runtime removes it
+    /// from the program's environment at start).
+    pub preload: Option<std::path::PathBuf>,
+    /// Copy the program's stdout and stderr to reprise's as they come (else only the sink
+    /// gets them).
+    pub echo: bool,
 }
 
 /// gdb commands run before the user's: the signals the runtime uses pass silently (Syscall
@@ -210,7 +216,7 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     unsafe { libc::fcntl(ev_w.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
     let exe = CString::new(l.exe.clone())?;
     let argv = cstrs(&l.argv)?;
-    let env = cstrs(&l.env)?;
+    let env = cstrs(&crate::syncmode::program_env(&l.env, l.preload.as_deref()))?;
     let cwd = CString::new(l.cwd.clone())?;
     let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|c| c.as_ptr()).collect();
     argv_p.push(std::ptr::null());
@@ -343,12 +349,16 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(Msg::Events(b)) => sink.events(&b)?,
             Ok(Msg::Stdout(b)) => {
-                let _ = stdout.write_all(&b);
-                let _ = stdout.flush();
+                if l.echo {
+                    let _ = stdout.write_all(&b);
+                    let _ = stdout.flush();
+                }
                 sink.stdout(&b)?
             }
             Ok(Msg::Stderr(b)) => {
-                let _ = stderr.write_all(&b);
+                if l.echo {
+                    let _ = stderr.write_all(&b);
+                }
                 sink.stderr(&b)?
             }
             Ok(Msg::Eof) => open -= 1,
@@ -453,11 +463,15 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         match m {
             Msg::Events(b) => sink.events(&b)?,
             Msg::Stdout(b) => {
-                let _ = stdout.write_all(&b);
+                if l.echo {
+                    let _ = stdout.write_all(&b);
+                }
                 sink.stdout(&b)?
             }
             Msg::Stderr(b) => {
-                let _ = stderr.write_all(&b);
+                if l.echo {
+                    let _ = stderr.write_all(&b);
+                }
                 sink.stderr(&b)?
             }
             Msg::Eof => {}

@@ -14,6 +14,7 @@ mod record;
 mod recording;
 mod replay;
 mod sym;
+mod syncmode;
 mod tracedir;
 mod verify;
 mod view;
@@ -88,6 +89,11 @@ enum Cmd {
         /// trace replays exactly without it (the seed is kept in the trace header).
         #[arg(long)]
         chaos: bool,
+        /// `full` (a program built with `reprise cc`: exact replay) or `sync` (an unmodified
+        /// program, runtime injected with LD_PRELOAD: synchronisation and system calls only).
+        /// Default: full when the program holds the reprise runtime, else sync.
+        #[arg(long, value_enum)]
+        mode: Option<options::Mode>,
         /// The program and its arguments.
         #[arg(trailing_var_arg = true, required = true)]
         cmd: Vec<OsString>,
@@ -102,6 +108,11 @@ enum Cmd {
         /// Give up after this many seconds without progress (default: max(60, 20x the recording)).
         #[arg(long)]
         timeout: Option<u64>,
+        /// Re-run a diverged replay with varied timing, up to N runs in all, until one verifies
+        /// (for sync-mode traces of programs with data races); the output shown is the
+        /// verified run's.
+        #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "gdb")]
+        attempts: u32,
         /// Replay under gdb, stopped before main (`-- GDB ARGS` go to gdb, e.g.
         /// `-- -batch -ex continue -ex bt`); the replay still verifies at its end.
         #[arg(long)]
@@ -155,6 +166,11 @@ enum Cmd {
         /// timeout; later runs of that program and strategy are then skipped.
         #[arg(long, default_value_t = 30)]
         timeout: u64,
+        /// `sync`: unmodified programs (the suite built with plain gcc, and pigz, xz, zstd,
+        /// pbzip2 when installed) recorded in sync mode: record/native, replay/native, trace
+        /// size, verified/N (size default: the programs' own).
+        #[arg(long, value_enum)]
+        mode: Option<options::Mode>,
     },
 }
 
@@ -176,6 +192,7 @@ fn main() {
             until_status,
             until_output,
             chaos,
+            mode,
             cmd,
         } => {
             let checkpoint = match verify {
@@ -193,18 +210,21 @@ fn main() {
                 until_status,
                 until_output,
                 chaos,
+                mode,
             })
         }
         Cmd::Replay {
             trace,
             jitter,
             timeout,
+            attempts,
             gdb,
             gdb_args,
         } => replay::replay(replay::ReplayOpts {
             trace,
             jitter,
             timeout: timeout.map(std::time::Duration::from_secs),
+            attempts,
             gdb: gdb.then_some(gdb_args),
         }),
         Cmd::Info { trace, records } => info::info(trace, records),
@@ -218,6 +238,7 @@ fn main() {
             size,
             quick,
             timeout,
+            mode,
         } => bench::run(bench::BenchOpts {
             programs,
             strategies: strategies.iter().map(|s| s.name().to_string()).collect(),
@@ -227,6 +248,7 @@ fn main() {
             size,
             quick,
             timeout: std::time::Duration::from_secs(timeout.max(1)),
+            sync: mode == Some(options::Mode::Sync),
         }),
     };
     match r {

@@ -53,6 +53,26 @@ pub enum Verify {
     Default,
 }
 
+/// `record --mode`: how the program is recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// The program was built with `reprise cc`: every memory access is ordered (exact replay).
+    Full,
+    /// An unmodified program: the runtime is injected with LD_PRELOAD and orders
+    /// synchronisation and system calls only (a data race can make the replay diverge).
+    Sync,
+}
+
+impl Mode {
+    /// The name, as on the command line and in a trace's header (`extra["mode"]`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Full => "full",
+            Mode::Sync => "sync",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,6 +32,33 @@ pub struct RecordOpts {
     pub hash_reads: bool,
     /// Turn Syscall User Dispatch off.
     pub no_sud: bool,
+    /// `--mode`: None picks full when the program holds the runtime, else sync.
+    pub mode: Option<crate::options::Mode>,
+}
+
+/// The mode to record `exe` in: `--mode`, else full when it holds the reprise runtime and sync
+/// (with a one-line notice, once per `record`) otherwise.
+fn pick_mode(o: &RecordOpts, exe: &Path, announce: bool) -> Result<crate::options::Mode> {
+    use crate::options::Mode;
+    let built = crate::syncmode::has_runtime(exe);
+    match (o.mode, built) {
+        (Some(Mode::Full), false) => bail!(
+            "{} was not built with `reprise cc` (no reprise runtime in it): rebuild it with `reprise cc`, or record it with --mode sync",
+            exe.display()
+        ),
+        (Some(Mode::Sync), true) => bail!(
+            "{} was built with `reprise cc`: record it in full mode (--mode full), or build it with plain gcc for --mode sync",
+            exe.display()
+        ),
+        (Some(m), _) => Ok(m),
+        (None, true) => Ok(Mode::Full),
+        (None, false) => {
+            if announce {
+                eprintln!("reprise: {} was not built with `reprise cc`: recording in sync mode (synchronisation and system calls only; use `reprise cc` for exact replay of racy code)", exe.display());
+            }
+            Ok(Mode::Sync)
+        }
+    }
 }
 
 /// Whether `p` is a regular file someone may execute.
@@ -171,7 +198,7 @@ impl Sink for RecordSink {
 /// Record; returns the shell status to exit with.
 pub fn record(o: RecordOpts) -> Result<i32> {
     let Some(n) = o.until_fail else {
-        return Ok(record_one(&o, true)?.status);
+        return Ok(record_one(&o, true, true)?.status);
     };
     if n == 0 {
         bail!("--until-fail takes a number of runs of at least 1");
@@ -181,7 +208,7 @@ pub fn record(o: RecordOpts) -> Result<i32> {
             status,
             trace,
             output,
-        } = record_one(&o, false)?;
+        } = record_one(&o, false, run == 1)?;
         let Some(path) = trace else {
             return Ok(status); // nothing was run (the program cannot be executed)
         };
@@ -221,8 +248,9 @@ struct Run {
     output: String,
 }
 
-/// Record one run; `announce`: say where the trace went and make it the latest.
-fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
+/// Record one run; `announce`: say where the trace went and make it the latest; `notice`: say
+/// that the program is recorded in sync mode, when it is.
+fn record_one(o: &RecordOpts, announce: bool, notice: bool) -> Result<Run> {
     // A fresh seed per run (a run that fails is replayed from what it recorded, not re-run).
     let chaos = if o.chaos {
         std::time::SystemTime::now()
@@ -250,6 +278,19 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
             });
         }
     };
+    let mode = pick_mode(o, &exe, notice)?;
+    let sync = mode == crate::options::Mode::Sync;
+    let preload = if sync {
+        Some(crate::syncmode::runtime_shared()?)
+    } else {
+        None
+    };
+    // Sync mode orders synchronisation only: LEAP's per-object vectors.
+    let strategy = if sync {
+        crate::options::Strategy::Leap
+    } else {
+        o.strategy
+    };
     let name = exe
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -276,7 +317,7 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
     let header = Header {
         format_version: reprise_trace::TRACE_VERSION,
         runtime_version: env!("CARGO_PKG_VERSION").into(),
-        strategy: o.strategy.name().to_string(),
+        strategy: strategy.name().to_string(),
         exe_path: exe.as_os_str().as_bytes().to_vec(),
         exe_hash: exe_hash(&exe)?,
         argv: o.cmd.iter().map(|a| a.as_bytes().to_vec()).collect(),
@@ -293,6 +334,14 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
             ("hash_reads".to_string(), o.hash_reads.to_string()),
             ("sud".to_string(), (!o.no_sud).to_string()),
             ("chaos_seed".to_string(), chaos.to_string()),
+            ("mode".to_string(), mode.name().to_string()),
+            (
+                "runtime_so_hash".to_string(),
+                match &preload {
+                    Some(so) => exe_hash(so)?,
+                    None => String::new(),
+                },
+            ),
         ]
         .into_iter()
         .collect(),
@@ -300,7 +349,8 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
     let f = std::fs::File::create(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     let w = TraceWriter::new(BufWriter::new(f), &header)?;
-    let flags = o.strategy.flag()
+    let flags = strategy.flag()
+        | if sync { reprise_proto::FLAG_SYNC } else { 0 }
         | if o.hash_reads {
             reprise_proto::FLAG_HASH_READS
         } else {
@@ -324,6 +374,8 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
         find_deadlocks: true,
         gdb: None,
         cut: false,
+        preload: preload.clone(),
+        echo: true,
     };
     let mut sink = RecordSink {
         w,
@@ -350,10 +402,17 @@ fn record_one(o: &RecordOpts, announce: bool) -> Result<Run> {
     if sink.rec.frames == 0 {
         // Nothing to replay: keep no trace (and never make it the latest).
         let _ = std::fs::remove_file(&path);
-        eprintln!(
-            "reprise: {} reported no events: it was not built with `reprise cc`, so no trace was kept",
-            exe.display()
-        );
+        if sync {
+            eprintln!(
+                "reprise: the reprise runtime did not start in {} (a statically linked program cannot be recorded in sync mode), so no trace was kept",
+                exe.display()
+            );
+        } else {
+            eprintln!(
+                "reprise: {} reported no events: it was not built with `reprise cc`, so no trace was kept",
+                exe.display()
+            );
+        }
         return Ok(Run {
             status: NOT_INSTRUMENTED_STATUS,
             trace: None,

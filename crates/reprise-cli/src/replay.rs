@@ -18,6 +18,9 @@ pub struct ReplayOpts {
     pub jitter: u64,
     /// Timeout without progress.
     pub timeout: Option<Duration>,
+    /// Re-run a diverged replay with varied timing up to this many times in all (seed 002's
+    /// re-execution, for sync-mode traces of programs with races).
+    pub attempts: u32,
     /// Run under gdb with these arguments for gdb.
     pub gdb: Option<Vec<std::ffi::OsString>>,
 }
@@ -184,6 +187,19 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     if hash != header.exe_hash {
         return fail(format!("{} changed since the recording (content hash {} now, {} recorded): rebuild it as it was or record again", exe.display(), hash, header.exe_hash));
     }
+    let sync = header.extra.get("mode").is_some_and(|m| m == "sync");
+    let preload = if sync {
+        let so = crate::syncmode::runtime_shared().map_err(|e| Fail(format!("{e:#}")))?;
+        let recorded = header.extra.get("runtime_so_hash").map(String::as_str);
+        if recorded.is_some_and(|h| {
+            !h.is_empty() && crate::record::exe_hash(&so).ok().as_deref() != Some(h)
+        }) {
+            eprintln!("reprise: warning: the runtime {} changed since the recording (reprise was rebuilt): a divergence may come from that", so.display());
+        }
+        Some(so)
+    } else {
+        None
+    };
     // A recording cut short (the program killed by SIGKILL, `_exit`, exec): the runtime never
     // saw its end. Replay it as far as the trace goes and check everything up to there.
     let cut = rec.end.is_none();
@@ -197,15 +213,10 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     let timeout = o
         .timeout
         .unwrap_or_else(|| Duration::from_secs(60).max(Duration::from_nanos(footer.wall_ns) * 20));
-    let launch = Launch {
-        exe: header.exe_path.clone(),
-        argv: header.argv.clone(),
-        env: header.env.clone(),
-        cwd: header.cwd.clone(),
-        rlimit_stack: header.rlimit_stack,
-        config: rec.replay_config(
+    let config = |jitter: u64| {
+        rec.replay_config(
             header.checkpoint_interval,
-            o.jitter,
+            jitter,
             strategy_flag
                 | if header
                     .extra
@@ -216,35 +227,52 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
                     reprise_proto::FLAG_NO_SUD
                 } else {
                     0
-                },
-        ),
-        // Under gdb the program may stay stopped for as long as the user likes.
-        watchdog: if o.gdb.is_some() { None } else { Some(timeout) },
-        forward_signals: false,
-        end_signal: rec.end.as_ref().and_then(|(end, finals)| {
-            (end.kind == reprise_proto::END_SIGNAL && end.tid == reprise_proto::END_TID_NONE)
-                .then(|| (end.code, finals.iter().map(|(&t, &n)| (t, n)).collect()))
-        }),
-        find_deadlocks: false,
-        gdb: o.gdb.clone(),
-        cut,
+                }
+                | if sync { reprise_proto::FLAG_SYNC } else { 0 },
+        )
     };
-    let mut sink = ReplaySink::default();
-    let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
-    if let Some((_, _, msg)) = &sink.rec.diverged {
-        // Name the source line where the diverging thread was (its access or call).
-        let at = sink.rec.diverge_stack.as_ref().and_then(|(_, pcs)| {
-            crate::sym::stack_place(&crate::sym::recorded_exe(&header), pcs, false)
-        });
-        return fail(match at {
-            Some(at) => format!("replay diverged: {msg}, in code at {at}"),
-            None => format!("replay diverged: {msg}"),
-        });
-    }
-    if let Some(report) = ended.stuck {
-        return fail(report);
-    }
-    if cut {
+    let attempts = o.attempts.max(1);
+    // With several attempts the program's output is shown once, from the attempt that verified
+    // (or the last one), not live.
+    let echo = attempts == 1;
+    // One replay: Ok(Ok(sink, how far a cut-short one went)) verified, Ok(Err(why)) diverged.
+    type Verified = (ReplaySink, Option<verify::CutVerified>);
+    let attempt = |jitter: u64| -> Result<std::result::Result<Verified, String>> {
+        let launch = Launch {
+            exe: header.exe_path.clone(),
+            argv: header.argv.clone(),
+            env: header.env.clone(),
+            cwd: header.cwd.clone(),
+            rlimit_stack: header.rlimit_stack,
+            config: config(jitter),
+            // Under gdb the program may stay stopped for as long as the user likes.
+            watchdog: if o.gdb.is_some() { None } else { Some(timeout) },
+            forward_signals: false,
+            end_signal: rec.end.as_ref().and_then(|(end, finals)| {
+                (end.kind == reprise_proto::END_SIGNAL && end.tid == reprise_proto::END_TID_NONE)
+                    .then(|| (end.code, finals.iter().map(|(&t, &n)| (t, n)).collect()))
+            }),
+            find_deadlocks: false,
+            gdb: o.gdb.clone(),
+            cut,
+            preload: preload.clone(),
+            echo,
+        };
+        let mut sink = ReplaySink::default();
+        let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
+        if let Some((_, _, msg)) = &sink.rec.diverged {
+            // Name the source line where the diverging thread was (its access or call).
+            let at = sink.rec.diverge_stack.as_ref().and_then(|(_, pcs)| {
+                crate::sym::stack_place(&crate::sym::recorded_exe(&header), pcs, false)
+            });
+            return Ok(Err(match at {
+                Some(at) => format!("replay diverged: {msg}, in code at {at}"),
+                None => format!("replay diverged: {msg}"),
+            }));
+        }
+        if let Some(report) = ended.stuck {
+            return Ok(Err(report));
+        }
         let a = RunOutput {
             rec,
             stdout: &out,
@@ -257,8 +285,62 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
             stderr: &sink.err,
             exit: &ended.exit,
         };
-        let v =
-            verify::compare_cut(&a, &b).map_err(|why| Fail(format!("replay diverged: {why}")))?;
+        if cut {
+            return Ok(match verify::compare_cut(&a, &b) {
+                Ok(v) => Ok((sink, Some(v))),
+                Err(why) => Err(format!("replay diverged: {why}")),
+            });
+        }
+        let exact_log = verify::model_log_is_exact(strategy_flag);
+        if let Err(why) = verify::compare(&a, &b, exact_log) {
+            return Ok(Err(format!("replay diverged: {why}")));
+        }
+        Ok(Ok((sink, None)))
+    };
+    let mut tried = 0;
+    let verdict = loop {
+        tried += 1;
+        // Attempts after the first vary the timing (seeded delays at every runtime entry).
+        let jitter = if tried == 1 {
+            o.jitter
+        } else {
+            o.jitter.wrapping_add(tried as u64)
+        };
+        let r = attempt(jitter)?;
+        if r.is_ok() || tried >= attempts {
+            break r;
+        }
+    };
+    let show = |sink: &ReplaySink| {
+        use std::io::Write;
+        if !echo {
+            let _ = std::io::stdout().write_all(&sink.out);
+            let _ = std::io::stdout().flush();
+            let _ = std::io::stderr().write_all(&sink.err);
+        }
+    };
+    let cut_verified = match verdict {
+        Ok((sink, v)) => {
+            show(&sink);
+            v
+        }
+        Err(msg) => {
+            let tries = if attempts > 1 {
+                format!(" (in each of {attempts} attempts)")
+            } else {
+                String::new()
+            };
+            // Sync mode orders synchronisation only: a divergence means the program's
+            // unordered accesses (a data race, inline atomics) went another way than while
+            // recording.
+            return if sync {
+                fail(format!("{msg}{tries}\nreprise: the program probably has a data race here: record it with `reprise cc` for exact replay"))
+            } else {
+                fail(format!("{msg}{tries}"))
+            };
+        }
+    };
+    if let Some(v) = cut_verified {
         eprintln!(
             "reprise: replay verified up to the end of the recording ({}): {} events, {} threads, {} of {} output bytes",
             cut_reason(&footer.exit),
@@ -269,27 +351,14 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
         );
         return Ok(footer.exit.shell_status());
     }
-    let a = RunOutput {
-        rec,
-        stdout: &out,
-        stderr: &err,
-        exit: &footer.exit,
-    };
-    let b = RunOutput {
-        rec: &sink.rec,
-        stdout: &sink.out,
-        stderr: &sink.err,
-        exit: &ended.exit,
-    };
-    let exact_log = verify::model_log_is_exact(strategy_flag);
-    if let Err(why) = verify::compare(&a, &b, exact_log) {
-        return fail(format!("replay diverged: {why}"));
-    }
     eprintln!(
         "reprise: replay verified ({} events, {} threads)",
         rec.total_events(),
         rec.nthreads()
     );
+    if attempts > 1 {
+        eprintln!("reprise: the replay verified on attempt {tried} of up to {attempts}");
+    }
     if let Some(report) = &footer.deadlock {
         // Every thread reached its recorded last event, blocked as it was: the same deadlock.
         crate::record::say_lines("the replay reached the recorded ", report);

@@ -81,6 +81,10 @@ pub fn strategy_flag(name: &str) -> Option<u64> {
 
 /// Config flag: do not catch system calls with Syscall User Dispatch (for measuring its cost).
 pub const FLAG_NO_SUD: u64 = 2;
+/// Config flag: sync mode: the runtime is a shared object injected with `LD_PRELOAD` into an
+/// unmodified program (no memory-access callbacks); it removes `LD_PRELOAD` from the
+/// program's environment at start.
+pub const FLAG_SYNC: u64 = 32;
 
 /// Where one stripe's access vector lives in the config memfd.
 #[repr(C)]

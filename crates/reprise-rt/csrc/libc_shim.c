@@ -595,6 +595,37 @@ ssize_t readv(int fd, const struct iovec *iov, int cnt)
 }
 
 /* Writes. */
+/* Replay of stdout/stderr: write the first `len` bytes of `buf` (or of the iovecs) completely,
+ * waiting while a non-blocking descriptor is full; raw system calls, nothing recorded. */
+static void put_all(int fd, const void *buf, const struct iovec *iov, int cnt, long len)
+{
+    int i = 0;
+    const char *p = buf;
+    size_t left = 0;
+    if (!iov) left = (size_t)len;
+    while (len > 0) {
+        if (iov && left == 0) {
+            if (i >= cnt) return;
+            p = iov[i].iov_base;
+            left = iov[i].iov_len;
+            i++;
+            continue;
+        }
+        size_t want = left < (size_t)len ? left : (size_t)len;
+        long w = syscall(SYS_write, fd, p, want);
+        if (w < 0 && errno == EAGAIN) {
+            struct pollfd pf = { .fd = fd, .events = POLLOUT };
+            syscall(SYS_poll, &pf, 1, -1);
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        p += w;
+        left -= (size_t)w;
+        len -= w;
+    }
+}
+
 static long do_write(int fd, const void *buf, size_t n, long (*real)(int, const void *, size_t, void *), void *extra,
                      const struct iovec *iov, int cnt)
 {
@@ -607,10 +638,19 @@ static long do_write(int fd, const void *buf, size_t n, long (*real)(int, const 
     int reproduce = io_class(fd == 1 || fd == 2) != 0;
     if (reproduce) {
         long r;
+        int e;
         CANCEL_POINT();
-        CANCELLABLE(NULL, r = real(fd, buf, n, extra));
-        int e = errno;
-        reprise_io_check((uint64_t)r, "a write to stdout/stderr");
+        if (!reprise_io_replaying()) {
+            CANCELLABLE(NULL, r = real(fd, buf, n, extra));
+            e = errno;
+            r = io_result(r, e);
+        } else {
+            /* The recorded result: a failed (EAGAIN on a non-blocking pipe) or short write is
+             * reproduced as such, and exactly the recorded bytes go out. */
+            r = io_result(0, 0);
+            e = errno;
+            if (r > 0) put_all(fd, iov ? NULL : buf, iov, cnt, r);
+        }
         reprise_io_check(h, "the data written to stdout/stderr");
         errno = e;
         return r;
@@ -1108,6 +1148,14 @@ RUST_WEAK(pvalloc);
 RUST_WEAK(posix_memalign);
 RUST_WEAK(malloc_usable_size);
 RUST_WEAK(sigaction);
+RUST_WEAK(sigprocmask);
+RUST_WEAK(sysv_signal);
+/* `signal` under strict standards (zstd): the same one-shot handler as sysv_signal. */
+__asm__(".pushsection .text.__sysv_signal,\"ax\",@progbits\n"
+        ".weak __sysv_signal\n.type __sysv_signal,@function\n__sysv_signal:\n"
+        "\tjmp reprise_sysv_signal\n"
+        ".size __sysv_signal, .-__sysv_signal\n.popsection\n");
+RUST_WEAK(pthread_sigmask);
 RUST_WEAK(signal);
 RUST_WEAK(setitimer);
 RUST_WEAK(alarm);

@@ -15,7 +15,8 @@
 //!
 //! Rules inside this crate: no allocation from the program's heap, no lock the program can
 //! see, errno preserved across runtime work, every mapping at a fixed address (see
-//! [`layout`]). Not yet here: sync mode (LD_PRELOAD).
+//! [`layout`]). The same archive is linked into `libreprise_rt.so` for sync mode
+//! ([`preload`]: unmodified programs, LD_PRELOAD, synchronisation and system calls only).
 #![warn(unsafe_op_in_unsafe_fn)]
 #![deny(missing_docs)]
 
@@ -32,6 +33,7 @@ pub mod leap;
 pub mod lifecycle;
 pub mod model;
 pub mod ownership;
+pub mod preload;
 pub mod ralloc;
 pub mod real;
 pub mod signals;
@@ -40,6 +42,12 @@ pub mod sud;
 pub mod sync;
 pub mod sys;
 pub mod tsan;
+
+/// Found by `reprise record` in a program built with `reprise cc` even when it is stripped
+/// (no `__tsan_init` symbol left): such a program is recorded in full mode, not sync mode.
+#[used]
+#[no_mangle]
+pub static REPRISE_RUNTIME_MARKER: [u8; 28] = *b"\0reprise-runtime-marker-v1\0\0";
 
 #[global_allocator]
 static ALLOC: ralloc::RuntimeAlloc = ralloc::RuntimeAlloc;

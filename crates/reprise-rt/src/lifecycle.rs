@@ -378,6 +378,9 @@ extern "C" fn on_fault(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_v
     if sig == libc::SIGSEGV && emulate_tsc(ctx) {
         return;
     }
+    if crate::signals::program_segv(sig, info, ctx) {
+        return; // the program's handler ran (returning retries the faulting instruction)
+    }
     let t = state::cur();
     let m = state::mode();
     if !t.is_null() && (m == state::M_RECORD || m == state::M_REPLAY) {

@@ -233,6 +233,10 @@ pub unsafe extern "C" fn sigaction(
     if state::mode() == state::M_UNINIT {
         state::init();
     }
+    if sig == libc::SIGSEGV && active() {
+        // SAFETY: the caller's sigaction pointers, forwarded to `segv_action`.
+        return unsafe { segv_action(act, old) };
+    }
     if sig == crate::handover::SIG && crate::handover::installed() && !act.is_null() {
         // The recorder's own signal (ownership handovers): refused, not silently replaced.
         crate::say!("the program installs a handler for signal {sig}, which reprise uses while recording; refused (record with --strategy leap to let the program have it)");
@@ -298,6 +302,142 @@ pub unsafe extern "C" fn sigaction(
         unsafe { (*old).sa_sigaction = prev };
     }
     r
+}
+
+/// The program's own SIGSEGV handler (0: none) and whether it takes siginfo: the runtime's
+/// handler stays installed (it emulates the trapped `rdtsc`, also the vDSO's clock reads) and
+/// calls this one for every other SIGSEGV.
+static SEGV_PROG: AtomicUsize = AtomicUsize::new(0);
+static SEGV_INFO: AtomicUsize = AtomicUsize::new(0);
+
+/// `sigaction(SIGSEGV, ...)` while the runtime is active: kept, not installed.
+///
+/// # Safety
+/// `act` and `old` are null or valid, as for `sigaction`.
+unsafe fn segv_action(act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
+    if !old.is_null() {
+        let prev = SEGV_PROG.load(Ordering::Relaxed);
+        // SAFETY: reading the installed action into the caller's out-parameter, then showing
+        // the program its own handler.
+        unsafe {
+            real_sigaction()(libc::SIGSEGV, core::ptr::null(), old);
+            (*old).sa_sigaction = if prev == 0 { libc::SIG_DFL } else { prev };
+            if SEGV_INFO.load(Ordering::Relaxed) & 1 == 0 {
+                (*old).sa_flags &= !libc::SA_SIGINFO;
+            }
+        }
+    }
+    if !act.is_null() {
+        // SAFETY: act is the caller's valid sigaction.
+        let a = unsafe { *act };
+        let h = a.sa_sigaction;
+        let h = if h == libc::SIG_DFL || h == libc::SIG_IGN {
+            0
+        } else {
+            h
+        };
+        let flags = ((a.sa_flags & libc::SA_SIGINFO != 0) as usize)
+            | (2 * (a.sa_flags & libc::SA_RESETHAND != 0) as usize);
+        SEGV_INFO.store(flags, Ordering::Relaxed);
+        SEGV_PROG.store(h, Ordering::Relaxed);
+    }
+    0
+}
+
+/// Run the program's own SIGSEGV handler for a fault that is not a trapped `rdtsc`; false when
+/// it has none.
+pub fn program_segv(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) -> bool {
+    let h = SEGV_PROG.load(Ordering::Relaxed);
+    if sig != libc::SIGSEGV || h == 0 {
+        return false;
+    }
+    let flags = SEGV_INFO.load(Ordering::Relaxed);
+    if flags & 2 != 0 {
+        SEGV_PROG.store(0, Ordering::Relaxed); // SA_RESETHAND: the default action next time
+    }
+    // SAFETY: h is the handler the program installed for SIGSEGV, called with the signature it
+    // declared, with the kernel's siginfo and context.
+    unsafe {
+        if flags & 1 != 0 {
+            let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+                core::mem::transmute(h);
+            f(sig, info, ctx);
+        } else {
+            let f: extern "C" fn(c_int) = core::mem::transmute(h);
+            f(sig);
+        }
+    }
+    true
+}
+
+type MaskFn = unsafe extern "C" fn(c_int, *const libc::sigset_t, *mut libc::sigset_t) -> c_int;
+
+fn real_mask(slot: &AtomicUsize, name: &core::ffi::CStr) -> MaskFn {
+    let mut p = slot.load(Ordering::Relaxed);
+    if p == 0 {
+        // SAFETY: NUL-terminated name; RTLD_NEXT finds libc's function.
+        p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+        slot.store(p, Ordering::Relaxed);
+    }
+    // SAFETY: p is libc's sigprocmask/pthread_sigmask, of this type.
+    unsafe { core::mem::transmute(p) }
+}
+
+/// A signal mask change: SIGSYS is never blocked while the runtime is active (a system call
+/// trapped by Syscall User Dispatch with SIGSYS blocked kills the process; programs such as
+/// xz block every signal in their threads).
+fn mask_change(
+    f: MaskFn,
+    how: c_int,
+    set: *const libc::sigset_t,
+    old: *mut libc::sigset_t,
+) -> c_int {
+    if set.is_null() || how == libc::SIG_UNBLOCK || !active() {
+        // SAFETY: forwarded unchanged.
+        return unsafe { f(how, set, old) };
+    }
+    // SAFETY: `set` is the caller's valid signal set; the copy is ours.
+    unsafe {
+        let mut mine = *set;
+        libc::sigdelset(&mut mine, libc::SIGSYS);
+        f(how, &mine, old)
+    }
+}
+
+#[export_name = "reprise_sigprocmask"]
+pub unsafe extern "C" fn sigprocmask(
+    how: c_int,
+    set: *const libc::sigset_t,
+    old: *mut libc::sigset_t,
+) -> c_int {
+    static P: AtomicUsize = AtomicUsize::new(0);
+    mask_change(real_mask(&P, c"sigprocmask"), how, set, old)
+}
+
+#[export_name = "reprise_pthread_sigmask"]
+pub unsafe extern "C" fn pthread_sigmask(
+    how: c_int,
+    set: *const libc::sigset_t,
+    old: *mut libc::sigset_t,
+) -> c_int {
+    static P: AtomicUsize = AtomicUsize::new(0);
+    mask_change(real_mask(&P, c"pthread_sigmask"), how, set, old)
+}
+
+/// `sysv_signal`: a one-shot handler (SA_RESETHAND | SA_NODEFER), through [`sigaction`].
+#[export_name = "reprise_sysv_signal"]
+pub unsafe extern "C" fn sysv_signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    // SAFETY: building a plain sigaction; `sigaction` above does the rest.
+    unsafe {
+        let mut a: libc::sigaction = core::mem::zeroed();
+        a.sa_sigaction = h;
+        a.sa_flags = libc::SA_RESETHAND | libc::SA_NODEFER;
+        let mut old: libc::sigaction = core::mem::zeroed();
+        if sigaction(sig, &a, &mut old) != 0 {
+            return libc::SIG_ERR;
+        }
+        old.sa_sigaction
+    }
 }
 
 #[export_name = "reprise_signal"]

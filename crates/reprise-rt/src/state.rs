@@ -354,6 +354,10 @@ fn init_inner() -> u32 {
         return M_OFF;
     }
     let c = config();
+    if c.flags & FLAG_SYNC != 0 {
+        crate::preload::SYNC.store(true, Ordering::Relaxed);
+        crate::preload::hide_ld_preload();
+    }
     let strategy = if c.flags & FLAG_OWNERSHIP != 0 {
         Strategy::Ownership
     } else if c.flags & FLAGS_MODEL != 0 {

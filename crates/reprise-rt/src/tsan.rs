@@ -384,7 +384,7 @@ fn in_rt() -> bool {
 
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_memcpy(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
-    if !in_rt() {
+    if !in_rt() && !crate::preload::sync() {
         ranged(d as usize, s as usize, n);
     }
     // SAFETY: the caller's memcpy contract.
@@ -392,7 +392,7 @@ pub unsafe extern "C" fn __wrap_memcpy(d: *mut c_void, s: *const c_void, n: usiz
 }
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_memmove(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
-    if !in_rt() {
+    if !in_rt() && !crate::preload::sync() {
         ranged(d as usize, s as usize, n);
     }
     // SAFETY: the caller's memmove contract.
@@ -400,7 +400,7 @@ pub unsafe extern "C" fn __wrap_memmove(d: *mut c_void, s: *const c_void, n: usi
 }
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_memset(d: *mut c_void, c: i32, n: usize) -> *mut c_void {
-    if !in_rt() {
+    if !in_rt() && !crate::preload::sync() {
         ranged(d as usize, 0, n);
     }
     // SAFETY: the caller's memset contract.

@@ -13,17 +13,17 @@ use std::time::Instant;
 const TSAN_OPTIONS: &str = "report_signal_unsafe=0 halt_on_error=0 exitcode=0";
 
 /// A finished, timed process.
-struct Timed {
-    seconds: f64,
+pub(super) struct Timed {
+    pub(super) seconds: f64,
     /// Exit status (128 + signal when killed by one); None when it ran past the limit.
-    exit: Option<i32>,
-    stderr: String,
+    pub(super) exit: Option<i32>,
+    pub(super) stderr: String,
 }
 
 /// Run with stdout discarded and stderr captured; wall time from spawn to exit. A process
 /// still running after `limit` is killed with its whole process group (a recorded program
 /// too) and reported with `exit: None`.
-fn timed(cmd: &mut Command, limit: std::time::Duration) -> Result<Timed> {
+pub(super) fn timed(cmd: &mut Command, limit: std::time::Duration) -> Result<Timed> {
     use std::io::Read as _;
     use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
     cmd.stdin(Stdio::null())

@@ -28,11 +28,14 @@
 //! Modules: [`build`] (manifests and the four builds), [`exec`] (timed runs, record and
 //! replay, trace measurement), [`tables`] (medians and the Markdown report), [`chart`] (the
 //! SVG chart, with plotters) and [`output`] (runs.csv with the csv crate, runs.json).
+//! `--mode sync` runs [`sync`] instead: unmodified programs (the suite built with plain gcc,
+//! Debian's compressors) recorded and replayed in sync mode.
 
 mod build;
 mod chart;
 mod exec;
 mod output;
+mod sync;
 mod tables;
 
 use anyhow::{bail, Context, Result};
@@ -61,6 +64,8 @@ pub struct BenchOpts {
     /// Longest a single record or replay may run before it is killed and reported as a
     /// timeout (later runs of the same program and strategy are then skipped).
     pub timeout: std::time::Duration,
+    /// `--mode sync`: unmodified programs in sync mode (the [`sync`] bench) instead.
+    pub sync: bool,
 }
 
 /// The programs `--quick` runs when `--programs` is not given.
@@ -158,6 +163,9 @@ struct Ctx<'a> {
 
 /// Run the bench; returns the exit status (1 when a replay did not verify).
 pub fn run(o: BenchOpts) -> Result<i32> {
+    if o.sync {
+        return sync::run(&o);
+    }
     let started = Instant::now();
     let root = build::find_root()?;
     let reprise = std::env::current_exe().context("cannot locate the reprise binary")?;

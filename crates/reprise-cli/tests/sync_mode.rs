@@ -1,0 +1,394 @@
+//! Sync mode (issue 14): unmodified programs built with plain gcc/g++, recorded with the
+//! runtime injected by `LD_PRELOAD` (synchronisation and system calls ordered, no memory
+//! accesses). Data-race-free programs replay verified with the recorded output and status every
+//! time; a racy one either replays verified with the recorded output or exits 125 naming the
+//! probable data race, never a wrong "verified", never a hang.
+
+mod common;
+use common::*;
+use std::process::Command;
+use std::time::Duration;
+
+const RECORDINGS: usize = 10;
+const RACE_MESSAGE: &str =
+    "the program probably has a data race here: record it with `reprise cc` for exact replay";
+
+/// Build `p` with plain gcc/g++ (`-O2 -pthread -g`, no instrumentation, no runtime).
+fn build_plain(w: &Work, p: &Program) -> String {
+    let out = format!("{}-plain", p.name);
+    let mut c = Command::new(if p.cplusplus { "g++" } else { "gcc" });
+    c.current_dir(w.dir.path())
+        .args(["-O2", "-pthread", "-g", "-o", &out])
+        .arg(&p.source);
+    if p.cplusplus {
+        c.arg("-std=c++17");
+    }
+    let o = c.output().unwrap();
+    assert!(
+        o.status.success(),
+        "building {} failed:\n{}",
+        p.name,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+fn info(w: &Work, trace: &std::path::Path) -> String {
+    let mut c = w.cmd();
+    c.arg("info").arg(trace);
+    let o = run_limited(c, Duration::from_secs(60));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Record a race-free program `RECORDINGS` times in sync mode (chosen automatically, said in
+/// one line); every replay is verified with the recording's output and status.
+fn race_free(name: &str) {
+    let p = program(name);
+    let w = Work::new();
+    let bin = build_plain(&w, &p);
+    for i in 0..RECORDINGS {
+        let trace = w.path(&format!("{name}-{i}.trace"));
+        let mut c = w.cmd();
+        c.arg("record")
+            .arg("-o")
+            .arg(&trace)
+            .arg("--")
+            .arg(format!("./{bin}"))
+            .args(&p.args);
+        let o = run_limited(c, Duration::from_secs(120));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(
+            err.lines()
+                .filter(|l| l.contains("recording in sync mode"))
+                .count(),
+            1,
+            "no one-line sync-mode notice:\n{err}"
+        );
+        let r = recorded(trace, &o);
+        if i == 0 {
+            assert!(info(&w, &r.trace).contains("mode: sync"));
+        }
+        replay_verified(&w, &r, How::Plain);
+        if i % 5 == 0 {
+            replay_verified(&w, &r, How::OneCpu);
+        }
+    }
+}
+
+macro_rules! race_free_tests {
+    ($($name:ident),*) => {$(
+        #[test]
+        fn $name() {
+            race_free(stringify!($name));
+        }
+    )*};
+}
+
+race_free_tests!(
+    prodcons,
+    bank,
+    cxx_threads,
+    stdio_threads,
+    timedwait,
+    threads_rand,
+    trylock_loop,
+    cv_wait_for,
+    detached_exit
+);
+
+/// Racy programs built with plain gcc/g++ (data races, or inline atomics sync mode cannot
+/// see): each replay is verified with the recorded output and status, or exits 125 with the
+/// data-race message; never a mismatching "verified", no hang.
+fn racy(name: &str) {
+    let p = program(name);
+    let w = Work::new();
+    let bin = build_plain(&w, &p);
+    let (mut verified, mut diverged) = (0, 0);
+    for i in 0..RECORDINGS {
+        let r = record(&w, &bin, &p.args, &format!("{name}-{i}.trace"), &[]);
+        let mut c = w.cmd();
+        c.arg("replay").arg(&r.trace).args(["--timeout", "20"]);
+        let o = run_limited(c, Duration::from_secs(120));
+        let err = String::from_utf8_lossy(&o.stderr);
+        if err.contains("reprise: replay verified") {
+            assert_eq!(o.stdout, r.stdout, "verified with another output:\n{err}");
+            assert_eq!(shell_status(&o), r.status, "verified with another status");
+            verified += 1;
+        } else {
+            assert_eq!(shell_status(&o), 125, "not 125:\n{err}");
+            assert!(err.contains(RACE_MESSAGE), "no data-race message:\n{err}");
+            diverged += 1;
+        }
+    }
+    eprintln!("{name}: {verified} verified, {diverged} diverged (data race named)");
+}
+
+macro_rules! racy_tests {
+    ($($name:ident),*) => {$(
+        #[test]
+        fn $name() {
+            racy(stringify!($name));
+        }
+    )*};
+}
+
+racy_tests!(
+    check_then_act,
+    order_violation,
+    struct_copy_race,
+    lockfree_stack,
+    spin_plain,
+    errno_after,
+    local_static,
+    tls_dtor,
+    thread_exit,
+    crash_sometimes
+);
+
+/// counter_race built with plain gcc: each replay verified with the recorded output and status,
+/// or 125 with the data-race message; a diverged one replayed again with `--attempts 10`.
+#[test]
+fn counter_race_is_verified_or_named() {
+    let p = program("counter_race");
+    let w = Work::new();
+    let bin = build_plain(&w, &p);
+    let (mut verified, mut diverged, mut retried) = (0, 0, 0);
+    for i in 0..RECORDINGS {
+        let r = record(&w, &bin, &p.args, &format!("race-{i}.trace"), &[]);
+        let mut c = w.cmd();
+        c.arg("replay").arg(&r.trace).args(["--timeout", "30"]);
+        let o = run_limited(c, Duration::from_secs(120));
+        let err = String::from_utf8_lossy(&o.stderr);
+        if err.contains("reprise: replay verified") {
+            assert_eq!(o.stdout, r.stdout, "verified with another output:\n{err}");
+            assert_eq!(shell_status(&o), r.status, "verified with another status");
+            verified += 1;
+        } else {
+            assert_eq!(shell_status(&o), 125, "not 125:\n{err}");
+            assert!(
+                err.lines().any(|l| l == format!("reprise: {RACE_MESSAGE}")),
+                "no data-race message:\n{err}"
+            );
+            diverged += 1;
+            // Seed 002's re-execution: replays with varied timing until one verifies.
+            let mut c = w.cmd();
+            c.arg("replay")
+                .arg(&r.trace)
+                .args(["--timeout", "30", "--attempts", "10"]);
+            let o = run_limited(c, Duration::from_secs(600));
+            let err = String::from_utf8_lossy(&o.stderr);
+            if err.contains("reprise: replay verified") {
+                assert_eq!(o.stdout, r.stdout, "verified with another output:\n{err}");
+                assert_eq!(shell_status(&o), r.status);
+                assert!(err.contains("verified on attempt"), "{err}");
+                retried += 1;
+            } else {
+                assert_eq!(shell_status(&o), 125, "not 125:\n{err}");
+                assert!(err.contains("(in each of 10 attempts)"), "{err}");
+                assert!(err.contains(RACE_MESSAGE), "{err}");
+            }
+        }
+    }
+    eprintln!("counter_race: {verified} verified, {diverged} diverged (data race named), {retried} of those verified with --attempts 10");
+}
+
+/// `--mode full` on a plain binary and `--mode sync` on a `reprise cc` one are refused with one
+/// `reprise:` line; the program never sees LD_PRELOAD (nor do its children), and its stack
+/// and heap addresses are the recorded ones in replay.
+#[test]
+fn modes_and_hidden_preload() {
+    let w = Work::new();
+    std::fs::write(
+        w.path("envp.c"),
+        r#"#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+    const char *p = getenv("LD_PRELOAD");
+    int x;
+    void *m = malloc(100);
+    printf("LD_PRELOAD=%s stack=%p heap=%p\n", p ? p : "(unset)", (void *)&x, m);
+    fflush(stdout);
+    return system("env | grep -c LD_PRELOAD >/dev/null") == 0 ? 3 : 0;
+}
+"#,
+    )
+    .unwrap();
+    let o = Command::new("gcc")
+        .current_dir(w.dir.path())
+        .args(["-O2", "-o", "envp", "envp.c"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let mut c = w.cmd();
+    c.args(["record", "--mode", "full", "--", "./envp"]);
+    let o = run_limited(c, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(shell_status(&o), 1, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("reprise: ./envp was not built with `reprise cc`"));
+
+    let r = record(&w, "envp", &[], "envp.trace", &["--mode", "sync"]);
+    let out = String::from_utf8_lossy(&r.stdout);
+    assert!(out.starts_with("LD_PRELOAD=(unset) "), "{out}");
+    assert_eq!(r.status, 0, "a child saw LD_PRELOAD");
+    replay_verified(&w, &r, How::Plain);
+
+    let mut c = w.cmd();
+    c.args(["cc", "-O2", "-o", "envp-full", "envp.c"]);
+    assert!(run_limited(c, Duration::from_secs(60)).status.success());
+    let mut c = w.cmd();
+    c.args(["record", "--mode", "sync", "--", "./envp-full"]);
+    let o = run_limited(c, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(shell_status(&o), 1, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    // Stripped, a `reprise cc` program is still recorded in full mode (the runtime's marker).
+    let st = Command::new("strip")
+        .current_dir(w.dir.path())
+        .arg("envp-full")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let r = record(&w, "envp-full", &[], "stripped.trace", &[]);
+    assert!(info(&w, &r.trace).contains("mode: full"));
+    replay_verified(&w, &r, How::Plain);
+}
+
+/// A generated 4 MB text file (compressible, varied, from a fixed generator) in `w`.
+fn input_file(w: &Work) {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut text = Vec::with_capacity(4 << 20);
+    while text.len() < 4 << 20 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        text.extend_from_slice(format!("line {} value {:x}\n", x % 1000, x >> 40).as_bytes());
+    }
+    std::fs::write(w.path("input.txt"), &text).unwrap();
+}
+
+/// A Debian compressor (installed by scripts/test) with two threads: compressing to stdout,
+/// recorded 3 times in sync mode, each the bytes of a native run and each replay verified with
+/// them (the first also on one CPU); compressing to a file `out` (`to_file`, when given), recorded once: the replay
+/// writes no file.
+fn debian(to_stdout: &[&str], to_file: Option<&[&str]>, out: &str) {
+    let w = Work::new();
+    input_file(&w);
+    let native = Command::new(to_stdout[0])
+        .current_dir(w.dir.path())
+        .args(&to_stdout[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{} (installed by scripts/test): {e}", to_stdout[0]));
+    assert!(native.status.success());
+    for i in 0..3 {
+        let trace = w.path(&format!("{}-{i}.trace", to_stdout[0]));
+        let mut c = w.cmd();
+        c.arg("record")
+            .arg("-o")
+            .arg(&trace)
+            .arg("--")
+            .args(to_stdout);
+        let o = run_limited(c, Duration::from_secs(300));
+        let r = recorded(trace, &o);
+        assert_eq!(r.status, 0, "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            r.stdout == native.stdout,
+            "recorded output differs from a native run"
+        );
+        replay_verified(&w, &r, How::Plain);
+        if i == 0 {
+            replay_verified(&w, &r, How::OneCpu);
+        }
+    }
+    let Some(to_file) = to_file else {
+        return;
+    };
+    let trace = w.path("to-file.trace");
+    let mut c = w.cmd();
+    c.arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .args(to_file);
+    let o = run_limited(c, Duration::from_secs(300));
+    let r = recorded(trace, &o);
+    assert_eq!(r.status, 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let written = std::fs::read(w.path(out)).expect("the recording wrote its file");
+    assert!(
+        written == native.stdout,
+        "the file differs from a native run's output"
+    );
+    std::fs::remove_file(w.path(out)).unwrap();
+    replay_verified(&w, &r, How::Plain);
+    assert!(!w.path(out).exists(), "the replay wrote {out}");
+}
+
+#[test]
+fn pigz() {
+    debian(
+        &["pigz", "-p", "2", "-c", "input.txt"],
+        Some(&["pigz", "-p", "2", "-k", "input.txt"]),
+        "input.txt.gz",
+    );
+}
+
+#[test]
+fn xz() {
+    // Blocks of 1 MiB, so two threads compress.
+    let t = ["-T2", "--block-size=1MiB", "-3"];
+    debian(
+        &["xz", t[0], t[1], t[2], "-c", "input.txt"],
+        Some(&["xz", t[0], t[1], t[2], "-k", "input.txt"]),
+        "input.txt.xz",
+    );
+}
+
+#[test]
+fn zstd() {
+    debian(
+        &["zstd", "-T2", "-q", "-c", "input.txt"],
+        Some(&["zstd", "-T2", "-q", "input.txt", "-o", "out.zst"]),
+        "out.zst",
+    );
+}
+
+#[test]
+fn pbzip2() {
+    debian(
+        &["pbzip2", "-p2", "-c", "input.txt"],
+        // Not to a file: pbzip2 then inspects its output file with system calls whose results
+        // are not recorded yet (ARCHITECTURE.md, "Not yet handled"), and a replay without
+        // the file takes another path (detected: 125, never verified).
+        None,
+        "input.txt.bz2",
+    );
+}
+
+/// `reprise bench --mode sync --quick`: a suite program built with plain gcc and pigz, one run
+/// each: the table names both with their replay verified.
+#[test]
+fn bench_sync_quick() {
+    let w = Work::new();
+    let mut c = w.cmd();
+    c.current_dir(root())
+        .args([
+            "bench",
+            "--mode",
+            "sync",
+            "--quick",
+            "--programs",
+            "histogram,pigz",
+        ])
+        .arg("--out")
+        .arg(w.path("out"));
+    let o = run_limited(c, Duration::from_secs(300));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(shell_status(&o), 0, "{err}");
+    let md = std::fs::read_to_string(w.path("out/bench-sync.md")).unwrap();
+    for row in ["| histogram | suite |", "| pigz | Debian |"] {
+        let line = md.lines().find(|l| l.starts_with(row));
+        assert!(line.is_some_and(|l| l.ends_with("| 1/1 |")), "{row}:\n{md}");
+    }
+    assert!(md.contains("suite: record/native geomean"), "{md}");
+}
