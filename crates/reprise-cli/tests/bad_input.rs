@@ -4,6 +4,7 @@
 
 mod common;
 use common::*;
+use std::process::Command;
 use std::time::Duration;
 
 /// Run `reprise record` with `args` (trace directory `dir`): its status and stderr.
@@ -73,17 +74,27 @@ fn unwritable_trace_directory_is_an_error_not_a_hang() {
 }
 
 #[test]
-fn uninstrumented_program_saves_no_trace() {
-    // /bin/true runs, but it was not built with `reprise cc`: nothing to replay, so no trace
-    // (and no "latest" pointing at one).
+fn program_the_runtime_cannot_enter_saves_no_trace() {
+    // A statically linked program built with plain gcc: sync mode's LD_PRELOAD cannot reach
+    // it, so it runs unrecorded: nothing to replay, so no trace (and no "latest").
     let w = Work::new();
+    std::fs::write(
+        w.path("hello.c"),
+        "#include <stdio.h>\nint main(void){puts(\"hi\");return 0;}\n",
+    )
+    .unwrap();
+    let o = Command::new("gcc")
+        .current_dir(w.dir.path())
+        .args(["-O2", "-static", "-o", "hello", "hello.c"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let traces = w.path("traces");
-    let (st, err) = record(&w, traces.to_str().unwrap(), &["--", "/bin/true"]);
+    let (st, err) = record(&w, traces.to_str().unwrap(), &["--", "./hello"]);
     assert_eq!(st, 2, "{err}");
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(
-        lines,
-        ["reprise: /bin/true reported no events: it was not built with `reprise cc`, so no trace was kept"],
+    assert!(
+        err.lines().any(|l| l
+            == "reprise: the reprise runtime did not start in ./hello (a statically linked program cannot be recorded in sync mode), so no trace was kept"),
         "{err}"
     );
     no_trace_saved(&w, &err);
