@@ -47,10 +47,6 @@ static ORPHAN_LOCK: AtomicBool = AtomicBool::new(false);
 pub const LARGE_MIN: usize = 32 << 20;
 /// Header magic of a large block (its header holds the mapped length).
 const LARGE: u32 = 0x4c52_4745;
-/// Offset of a large block's payload in its mapping: a cache line, so arrays partitioned among
-/// threads at multiples of 64 bytes share no ownership granule at the boundaries; its header
-/// is the `HDR` bytes before it.
-const LARGE_PAYLOAD: usize = 64;
 
 fn class_of(n: usize) -> (usize, usize) {
     let n = n.max(1);
@@ -177,7 +173,7 @@ fn usable(b: usize, p: usize) -> usize {
     // SAFETY: b is a valid header.
     if unsafe { *(b as *const u32) } == LARGE {
         // SAFETY: a large block's header holds its mapped length.
-        return b + HDR - LARGE_PAYLOAD + unsafe { *((b + 8) as *const usize) } - p;
+        return b + unsafe { *((b + 8) as *const usize) } - p;
     }
     // SAFETY: b is a valid header.
     let c = unsafe { *((b + 4) as *const u32) } as usize;
@@ -378,7 +374,7 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
 
 /// Large blocks: one shared region, allocations ordered across threads (see the module doc).
 mod large {
-    use super::{HDR, LARGE, LARGE_PAYLOAD};
+    use super::{HDR, LARGE};
     use crate::access::{self, kind};
     use crate::layout::{LARGE_ADDR, LARGE_SIZE};
     use crate::state;
@@ -471,10 +467,7 @@ mod large {
 
     /// A large block for `n` bytes (null where the kernel refuses the mapping).
     pub fn alloc(n: usize) -> *mut c_void {
-        let Some(len) = n
-            .checked_add(LARGE_PAYLOAD + 4095)
-            .map(|x| (x & !4095) as u64)
-        else {
+        let Some(len) = n.checked_add(HDR + 4095).map(|x| (x & !4095) as u64) else {
             return core::ptr::null_mut();
         };
         let e = ordered();
@@ -501,22 +494,18 @@ mod large {
         let Some(a) = a else {
             return core::ptr::null_mut();
         };
-        // The header sits just before the payload, which starts on a cache line (see
-        // `LARGE_PAYLOAD`).
-        let h = a as usize + LARGE_PAYLOAD - HDR;
-        // SAFETY: a fresh mapping of len >= LARGE_PAYLOAD bytes.
+        // SAFETY: a fresh mapping of len >= HDR bytes.
         unsafe {
-            *(h as *mut u32) = LARGE;
-            *((h + 8) as *mut usize) = len as usize;
+            *(a as *mut u32) = LARGE;
+            *((a + 8) as *mut usize) = len as usize;
         }
-        (a as usize + LARGE_PAYLOAD) as *mut c_void
+        (a as usize + HDR) as *mut c_void
     }
 
     /// Free the large block whose header is at `b`.
     pub fn free(b: usize) {
         // SAFETY: b is a large block's header (checked by the caller).
         let len = unsafe { *((b + 8) as *const usize) } as u64;
-        let b = b + HDR - LARGE_PAYLOAD;
         let _e = ordered();
         locked(|r| {
             // SAFETY: unmapping the block being freed, which the program gives up.
