@@ -128,14 +128,7 @@ fn alloc_small(n: usize) -> *mut c_void {
             h.free[c] = unsafe { *((b + HDR) as *const usize) };
             b
         } else {
-            let mut b = h.bump;
-            if size > SMALL_MAX {
-                // Payloads of more than 1 KiB start on a cache line (64 bytes: the ownership
-                // granule), so arrays partitioned among threads at multiples of 64 bytes do
-                // not share granules at the partition boundaries (lu at small: 300 000-450 000 transfers
-                // before, 76 000 after).
-                b = ((b + HDR + 63) & !63) - HDR;
-            }
+            let b = h.bump;
             let end = b + HDR + size;
             if end as u64 > HEAPS_ADDR + (idx as u64 + 1) * HEAP_WIN {
                 return core::ptr::null_mut();
