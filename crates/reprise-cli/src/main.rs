@@ -18,6 +18,7 @@ mod syncmode;
 mod tracedir;
 mod verify;
 mod view;
+mod watchdog;
 
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;

@@ -42,6 +42,7 @@ pub mod sud;
 pub mod sync;
 pub mod sys;
 pub mod tsan;
+pub mod tsc;
 
 /// Found by `reprise record` in a program built with `reprise cc` even when it is stripped
 /// (no `__tsan_init` symbol left): such a program is recorded in full mode, not sync mode.

@@ -105,80 +105,6 @@ fn load_unwinder() {
     unsafe { backtrace(buf.as_mut_ptr(), 1) };
 }
 
-/// If the fault is a trapped `rdtsc`/`rdtscp`, emulate it: the value is a recorded input.
-/// Returns true when handled (the instruction is skipped).
-fn emulate_tsc(ctx: *mut libc::c_void) -> bool {
-    if ctx.is_null() {
-        return false;
-    }
-    // SAFETY: ctx is the kernel's ucontext for this synchronous SIGSEGV; RIP points at the
-    // faulting instruction in the program's (readable) text.
-    let uc = unsafe { &mut *(ctx as *mut libc::ucontext_t) };
-    let g = &mut uc.uc_mcontext.gregs;
-    let rip = g[libc::REG_RIP as usize] as usize;
-    let insn = unsafe { core::ptr::read_unaligned(rip as *const [u8; 3]) };
-    let len = match insn {
-        [0x0f, 0x31, _] => 2,
-        [0x0f, 0x01, 0xf9] => 3,
-        _ => return false,
-    };
-    // The vDSO's clock_gettime reads the TSC itself, a number of times that depends on
-    // timing (its seqcount retries): run those natively, unrecorded. Clock reads are recorded
-    // at the clock_gettime interposer instead.
-    // SAFETY: getauxval has no preconditions.
-    let vdso = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) } as usize;
-    let from_vdso = vdso != 0 && (vdso..vdso + 0x4000).contains(&rip);
-    let entry = if from_vdso {
-        None
-    } else {
-        crate::entry::enter()
-    };
-    let (v, aux) = match &entry {
-        None => {
-            let (v, aux) = read_tsc(len);
-            (v, aux as u64)
-        }
-        Some(e) => {
-            let t = e.t();
-            access::fold_pending(t);
-            if state::REPLAY.load(Ordering::Relaxed) {
-                (access::result(t, None), access::result(t, None))
-            } else {
-                let (v, aux) = read_tsc(len);
-                (
-                    access::result(t, Some(v)),
-                    access::result(t, Some(aux as u64)),
-                )
-            }
-        }
-    };
-    drop(entry);
-    g[libc::REG_RAX as usize] = (v & 0xffff_ffff) as i64;
-    g[libc::REG_RDX as usize] = (v >> 32) as i64;
-    if len == 3 {
-        g[libc::REG_RCX as usize] = aux as u32 as i64;
-    }
-    g[libc::REG_RIP as usize] = (rip + len) as i64;
-    true
-}
-
-/// Read the TSC natively (`rdtsc` for the 2-byte instruction, `rdtscp` for the 3-byte one),
-/// lifting the trap for this thread only for the instant of the read.
-fn read_tsc(len: usize) -> (u64, u32) {
-    let mut aux = 0u32;
-    reprise_tsc_trap(0);
-    // SAFETY: the TSC is enabled for this thread; both instructions exist on x86_64.
-    let v = unsafe {
-        if len == 2 {
-            core::arch::x86_64::_rdtsc()
-        } else {
-            core::arch::x86_64::__rdtscp(&mut aux)
-        }
-    };
-    reprise_tsc_trap(1);
-    (v, aux)
-}
-
 /// A stack for thread `id` of `size` bytes (plus a guard page) in its fixed window.
 pub fn stack_window(id: u32, size: usize) -> Option<u64> {
     let size = (size as u64).next_multiple_of(4096);
@@ -312,36 +238,8 @@ pub fn main_unwinding() {
 /// this trace either.
 extern "C" fn in_fork_child() {
     state::set_mode(state::M_OFF);
-    reprise_tsc_trap(0);
+    crate::tsc::reprise_tsc_trap(0);
     crate::say!("a forked child runs unrecorded (only the parent process is recorded)");
-}
-
-/// Trap `rdtsc` in the calling thread (1) or not (0). The setting is inherited by child
-/// processes and kept across exec, so it is lifted around fork/exec/spawn: another program
-/// must not die of our trap.
-#[no_mangle]
-pub extern "C" fn reprise_tsc_trap(on: i32) {
-    let m = state::mode();
-    if on != 0 && !(m == state::M_RECORD || m == state::M_REPLAY) {
-        return;
-    }
-    let v = if on != 0 {
-        libc::PR_TSC_SIGSEGV
-    } else {
-        libc::PR_TSC_ENABLE
-    };
-    // SAFETY: prctl with constant arguments, affecting only the calling thread.
-    unsafe {
-        sys::syscall6(
-            libc::SYS_prctl,
-            libc::PR_SET_TSC as u64,
-            v as u64,
-            0,
-            0,
-            0,
-            0,
-        )
-    };
 }
 
 extern "C" fn at_exit() {
@@ -375,7 +273,7 @@ extern "C" fn at_exit() {
 }
 
 extern "C" fn on_fault(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
-    if sig == libc::SIGSEGV && emulate_tsc(ctx) {
+    if sig == libc::SIGSEGV && crate::tsc::emulate_tsc(ctx) {
         return;
     }
     if crate::signals::program_segv(sig, info, ctx) {
