@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod access;
+pub mod barriers;
 pub mod calls;
 pub mod cancel;
 pub mod capture;
@@ -41,6 +42,7 @@ pub mod state;
 pub mod sud;
 pub mod sync;
 pub mod sys;
+pub mod threads;
 pub mod tsan;
 pub mod tsc;
 

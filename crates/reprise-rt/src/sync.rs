@@ -21,14 +21,11 @@ use crate::real;
 use crate::state::{self, Thread};
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::Ordering;
-use libc::{
-    pthread_attr_t, pthread_barrier_t, pthread_cond_t, pthread_mutex_t, pthread_rwlock_t,
-    pthread_t, sem_t, timespec,
-};
+use libc::{pthread_cond_t, pthread_mutex_t, pthread_rwlock_t, timespec};
 use reprise_proto::*;
 
 #[inline(always)]
-fn replaying() -> bool {
+pub(crate) fn replaying() -> bool {
     state::REPLAY.load(Ordering::Relaxed)
 }
 
@@ -69,7 +66,7 @@ fn ownership_take(t: &mut Thread, addr: usize) {
 
 /// Run a real call that may block, marked as blocked for the watchdogs: `on` (a `WAIT_*`) says
 /// whether only another thread can end the wait, and on what `obj`.
-fn blocking<R>(t: &Thread, on: u32, obj: usize, f: impl FnOnce() -> R) -> R {
+pub(crate) fn blocking<R>(t: &Thread, on: u32, obj: usize, f: impl FnOnce() -> R) -> R {
     crate::ownership::set_free(t);
     mark_blocked(t, on, obj);
     let r = f();
@@ -111,7 +108,7 @@ unsafe fn acquire(obj: *const c_void, k: u64, lock: impl FnOnce() -> c_int) -> c
 
 /// A blocking acquisition under a model strategy: the model decides whose turn it is; the
 /// real call blocks with the model's lock released.
-fn model_acquire(
+pub(crate) fn model_acquire(
     t: &mut Thread,
     obj: *const c_void,
     k: u64,
@@ -383,14 +380,14 @@ pub fn resume() -> Option<Resumed> {
 
 /// The thread is about to block in a real call made outside the runtime (for the watchdog);
 /// system calls stay untrapped until then, as inside the runtime.
-fn block_begin(t: &mut Thread, on: u32, obj: usize) {
+pub(crate) fn block_begin(t: &mut Thread, on: u32, obj: usize) {
     crate::ownership::set_free(t);
     mark_blocked(t, on, obj);
     t.sud_hold = true;
 }
 
 /// The real call of [`block_begin`] returned.
-fn block_end(t: &Thread) {
+pub(crate) fn block_end(t: &Thread) {
     let st = state::status(t.tid);
     st.state.store(ST_RUNNING, Ordering::SeqCst);
     st.waits_on.store(WAIT_NONE, Ordering::Relaxed);
@@ -493,379 +490,6 @@ pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
 #[export_name = "reprise_pthread_cond_broadcast"]
 pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int {
     unsafe { release(|| real::pthread_cond_broadcast(c)) }
-}
-
-// ---- barriers, once, semaphores -----------------------------------------------------------------
-
-#[export_name = "reprise_pthread_barrier_wait"]
-pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_int {
-    let Some(e) = enter() else {
-        return unsafe { real::pthread_barrier_wait(b) };
-    };
-    let t = e.t();
-    access::safe_point(t);
-    let r = blocking(t, WAIT_BARRIER, b as usize, || unsafe {
-        real::pthread_barrier_wait(b)
-    });
-    // Which thread is the serial one depends on arrival order: a result.
-    access::result(t, Some(r as u32 as u64)) as u32 as c_int
-}
-
-#[export_name = "reprise_pthread_once"]
-pub unsafe extern "C" fn pthread_once(o: *mut c_int, f: extern "C" fn()) -> c_int {
-    let Some(e) = enter() else {
-        return unsafe { real::pthread_once(o, f) };
-    };
-    let t = e.t();
-    access::safe_point(t);
-    take_obj(t, o.cast(), kind::ONCE);
-    if crate::model::active() {
-        // The initialiser runs under the model's events; another caller may block inside.
-        crate::leap::release_held(t);
-    }
-    drop(e);
-    // The turn is held until the next safe point, so the first turn holder enters the real
-    // once first and runs the initialiser, in both modes.
-    unsafe { real::pthread_once(o, f) }
-}
-
-unsafe fn set_errno(v: c_int) {
-    // SAFETY: this thread's errno slot.
-    unsafe { *libc::__errno_location() = v };
-}
-
-unsafe fn sem_acquire(s: *mut sem_t, attempt: impl FnOnce() -> c_int) -> c_int {
-    let Some(e) = enter() else { return attempt() };
-    let t = e.t();
-    access::safe_point(t);
-    if replaying() {
-        let r = access::result(t, None) as u32 as i32;
-        if r == 0 && crate::model::active() {
-            model_acquire(t, s.cast(), kind::SEM, || unsafe { real::sem_wait(s) });
-            0
-        } else if r == 0 {
-            take_obj(t, s.cast(), kind::SEM);
-            blocking(t, WAIT_NONE, 0, || unsafe { real::sem_wait(s) });
-            0
-        } else {
-            unsafe { set_errno(r) };
-            -1
-        }
-    } else {
-        let r = blocking(t, WAIT_NONE, 0, attempt);
-        // SAFETY: errno of this thread, set by the real call.
-        let err = if r == 0 {
-            0
-        } else {
-            unsafe { *libc::__errno_location() }
-        };
-        access::result(t, Some(err as u32 as u64));
-        if r == 0 {
-            take_obj(t, s.cast(), kind::SEM);
-        }
-        unsafe { set_errno(err) };
-        r
-    }
-}
-
-#[export_name = "reprise_sem_trywait"]
-pub unsafe extern "C" fn sem_trywait(s: *mut sem_t) -> c_int {
-    unsafe { sem_acquire(s, || real::sem_trywait(s)) }
-}
-
-/// A blocking semaphore wait (`sem_wait`, `sem_timedwait`, `sem_clockwait`; the C interposer
-/// makes the real call), before the real call: replay gives the recorded outcome (and
-/// reproduces a success with a real wait at its turn) or the cancellation.
-///
-/// # Safety
-/// `s` is the caller's semaphore; `out` is writable.
-#[no_mangle]
-pub unsafe extern "C" fn reprise_sem_wait_pre(s: *mut sem_t, out: *mut c_int) -> c_int {
-    let Some(e) = enter() else { return PRE_NATIVE };
-    let t = e.t();
-    access::safe_point(t);
-    if !replaying() {
-        // (A semaphore wait may be timed: never named a deadlock.)
-        block_begin(t, WAIT_NONE, 0);
-        return PRE_CALL;
-    }
-    if crate::cancel::replayed_here(t) {
-        return PRE_CANCEL;
-    }
-    let r = access::result(t, None) as u32 as i32;
-    // SAFETY: the caller's semaphore and out-slot; this thread's errno.
-    unsafe {
-        if r == 0 && crate::model::active() {
-            model_acquire(t, s.cast(), kind::SEM, || real::sem_wait(s));
-            *out = 0;
-        } else if r == 0 {
-            take_obj(t, s.cast(), kind::SEM);
-            blocking(t, WAIT_NONE, 0, || real::sem_wait(s));
-            *out = 0;
-        } else {
-            set_errno(r);
-            *out = -1;
-        }
-    }
-    PRE_DONE
-}
-
-/// The real wait of [`reprise_sem_wait_pre`] returned `r` (errno as it left it): its outcome
-/// is a result; a success is the semaphore's turn.
-#[no_mangle]
-pub extern "C" fn reprise_sem_wait_post(s: *mut sem_t, r: c_int) -> c_int {
-    // SAFETY: this thread's errno, set by the real call.
-    let err = if r == 0 {
-        0
-    } else {
-        unsafe { *libc::__errno_location() }
-    };
-    let Some(g) = resume() else { return r };
-    let t = g.t();
-    block_end(t);
-    access::result(t, Some(err as u32 as u64));
-    if r == 0 {
-        take_obj(t, s.cast(), kind::SEM);
-    }
-    // SAFETY: this thread's errno, as the real call left it.
-    unsafe { set_errno(err) };
-    r
-}
-#[export_name = "reprise_sem_post"]
-pub unsafe extern "C" fn sem_post(s: *mut sem_t) -> c_int {
-    let Some(e) = enter() else {
-        return unsafe { real::sem_post(s) };
-    };
-    let t = e.t();
-    access::safe_point(t);
-    take_obj(t, s.cast(), kind::SEM);
-    drop(e);
-    unsafe { real::sem_post(s) }
-}
-
-// ---- threads -----------------------------------------------------------------------------------
-
-/// Address whose stripe orders thread creation (and so deterministic thread ids).
-static CREATE_LOC: u64 = 0;
-
-/// A new thread's first runtime step, called by the C trampoline (`reprise_trampoline` in
-/// `csrc/libc_shim.c`) before the program's start routine: adopt the slot the parent prepared,
-/// log the start, turn Syscall User Dispatch on. Returns the start routine; its argument goes
-/// to `*arg`.
-///
-/// The trampoline is C, not Rust, because a thread may end by glibc's forced unwind
-/// (`pthread_exit` at any depth, cancellation): the unwind must pass only through frames that
-/// can be unwound, and a Rust frame (built with panic=abort) cannot. The thread's end
-/// ([`reprise_thread_finish`]) runs from a cleanup in that C frame, on return and on unwind
-/// alike, after the program's own cleanup handlers and destructors.
-#[no_mangle]
-pub unsafe extern "C" fn reprise_thread_begin(slot: *mut c_void, arg: *mut *mut c_void) -> usize {
-    let t = slot as *mut Thread;
-    state::set_cur(t);
-    // SAFETY: the parent initialised this slot for us before creating the thread; arg is the
-    // trampoline's out-slot.
-    let th = unsafe { &mut *t };
-    th.mb.ktid.store(crate::sys::gettid(), Ordering::Release);
-    state::status(th.tid)
-        .ktid
-        .store(crate::sys::gettid(), Ordering::Relaxed);
-    access::log_start(th);
-    crate::sud::enable(th);
-    unsafe { *arg = th.start_arg as *mut c_void };
-    th.start_fn
-}
-
-/// The thread's start routine returned or its unwind (pthread_exit, cancellation) reached the
-/// trampoline: the thread ends now.
-#[no_mangle]
-pub extern "C" fn reprise_thread_finish() {
-    crate::lifecycle::thread_end();
-}
-
-/// `pthread_exit` (the C interposer in `csrc/libc_shim.c` calls this, then glibc's, which
-/// unwinds): a safe point. A thread started through the trampoline ends when the unwind
-/// reaches it; the main thread has none (see [`crate::lifecycle::main_unwinding`]).
-#[no_mangle]
-pub extern "C" fn reprise_pthread_exit_begin() {
-    let Some(e) = enter() else { return };
-    let t = e.t();
-    access::safe_point(t);
-    let main = t.tid == 0;
-    drop(e);
-    if main {
-        crate::lifecycle::main_unwinding();
-    }
-}
-
-extern "C" {
-    /// The C trampoline every recorded thread starts in (`csrc/libc_shim.c`).
-    fn reprise_trampoline(slot: *mut c_void) -> *mut c_void;
-}
-
-#[export_name = "reprise_pthread_create"]
-pub unsafe extern "C" fn pthread_create(
-    th: *mut pthread_t,
-    attr: *const pthread_attr_t,
-    f: extern "C" fn(*mut c_void) -> *mut c_void,
-    arg: *mut c_void,
-) -> c_int {
-    let Some(e) = enter() else {
-        return unsafe { real::pthread_create(th, attr, f, arg) };
-    };
-    let t = e.t();
-    access::safe_point(t);
-    take_obj(t, core::ptr::addr_of!(CREATE_LOC).cast(), kind::CREATE);
-    // Under the creation turn, so ids follow the recorded creation order.
-    let id = state::NEXT_TID.load(Ordering::Relaxed);
-    if id as usize >= MAX_THREADS - 1 {
-        crate::say!("more than {} threads: not supported", MAX_THREADS - 2);
-        return libc::EAGAIN;
-    }
-    state::NEXT_TID.store(id + 1, Ordering::Relaxed);
-    let child = state::slot(id);
-    let nth = t.children;
-    t.children += 1;
-    // SAFETY: slot `id` is unused until this thread starts.
-    unsafe {
-        state::init_slot(child, id, t.tid, nth);
-        (*child).start_fn = f as usize;
-        (*child).start_arg = arg as usize;
-    }
-    // Stack from the thread's fixed window (glibc's stack cache reuse is racy).
-    // SAFETY: pthread_attr_t is plain data; a bitwise copy is a valid attr that we never
-    // destroy (so a shared cpuset extension is not freed twice).
-    let mut a: pthread_attr_t = unsafe { core::mem::zeroed() };
-    unsafe {
-        if attr.is_null() {
-            libc::pthread_attr_init(&mut a);
-        } else {
-            core::ptr::copy_nonoverlapping(attr, &mut a, 1);
-        }
-        let mut addr: *mut c_void = core::ptr::null_mut();
-        let mut size: usize = 0;
-        libc::pthread_attr_getstack(&a, &mut addr, &mut size);
-        if addr.is_null() {
-            let mut size = 0usize;
-            libc::pthread_attr_getstacksize(&a, &mut size);
-            if let Some(base) = crate::lifecycle::stack_window(id, size) {
-                libc::pthread_attr_setstack(&mut a, base as *mut c_void, size);
-            }
-        }
-    }
-    let r = blocking(t, WAIT_NONE, 0, || unsafe {
-        // SAFETY: the trampoline has the C start-routine ABI; it is a C function, so the
-        // thread's forced unwind may pass through it.
-        let tr: extern "C" fn(*mut c_void) -> *mut c_void = core::mem::transmute(
-            reprise_trampoline as unsafe extern "C" fn(*mut c_void) -> *mut c_void,
-        );
-        real::pthread_create(th, &a, tr, child.cast())
-    });
-    if r == 0 {
-        // SAFETY: th was filled by the successful real call; the slot is ours to annotate.
-        unsafe { (*child).pthread = *th as u64 };
-    }
-    r
-}
-
-/// The model strategies' join operation of pthread `t`, if it is a recorded thread.
-fn join_op(t: pthread_t) -> Option<reprise_core::Op> {
-    if !crate::model::active() {
-        return None;
-    }
-    let n = state::NEXT_TID.load(Ordering::Relaxed);
-    // SAFETY: slots below NEXT_TID are initialised.
-    (1..n)
-        .find(|&i| unsafe { (*state::slot(i)).pthread } == t as u64)
-        .map(reprise_core::Op::Join)
-}
-
-/// `pthread_join` (`timed` = 0) or `pthread_timedjoin_np` of `t`, before the real call (the C
-/// interposer makes it). A timed join's outcome depends on timing: it is a result, and replay
-/// reproduces a success with a blocking join.
-///
-/// # Safety
-/// `ret` and `out` are the caller's out-slots (ret may be null).
-#[no_mangle]
-pub unsafe extern "C" fn reprise_join_pre(
-    t: pthread_t,
-    timed: c_int,
-    ret: *mut *mut c_void,
-    out: *mut c_int,
-) -> c_int {
-    let Some(e) = enter() else { return PRE_NATIVE };
-    let th = e.t();
-    access::safe_point(th);
-    if crate::cancel::replayed_here(th) {
-        return PRE_CANCEL;
-    }
-    if timed != 0 {
-        if replaying() {
-            let r = access::result(th, None) as u32 as c_int;
-            if r == 0 {
-                // SAFETY: forwarded unchanged.
-                blocking(th, WAIT_NONE, 0, || unsafe { real::pthread_join(t, ret) });
-            }
-            // SAFETY: the caller's out-slot.
-            unsafe { *out = r };
-            return PRE_DONE;
-        }
-    } else if let Some(op) = join_op(t) {
-        crate::model::blocking_begin(th, &op);
-    }
-    block_begin(
-        th,
-        if timed == 0 { WAIT_JOIN } else { WAIT_NONE },
-        t as usize,
-    );
-    PRE_CALL
-}
-
-/// The real join of [`reprise_join_pre`] returned `r`.
-#[no_mangle]
-pub extern "C" fn reprise_join_post(t: pthread_t, timed: c_int, r: c_int) -> c_int {
-    let Some(g) = resume() else { return r };
-    let th = g.t();
-    block_end(th);
-    if timed != 0 {
-        access::result(th, Some(r as u32 as u64));
-    } else if let Some(op) = join_op(t) {
-        crate::model::blocking_end(th, op);
-        access::count_event(th, 0, th.model_key, kind::JOIN);
-    }
-    r
-}
-
-/// `pthread_tryjoin_np`: its outcome depends on timing: a result; replay reproduces a success
-/// with a blocking join.
-#[export_name = "reprise_pthread_tryjoin_np"]
-pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int {
-    let Some(e) = enter() else {
-        return unsafe { real::pthread_tryjoin_np(t, ret) };
-    };
-    let th = e.t();
-    access::safe_point(th);
-    if replaying() {
-        let r = access::result(th, None) as u32 as c_int;
-        if r == 0 {
-            // SAFETY: forwarded unchanged.
-            blocking(th, WAIT_NONE, 0, || unsafe { real::pthread_join(t, ret) });
-        }
-        r
-    } else {
-        // SAFETY: forwarded unchanged.
-        let r = blocking(th, WAIT_NONE, 0, || unsafe {
-            real::pthread_tryjoin_np(t, ret)
-        });
-        access::result(th, Some(r as u32 as u64));
-        r
-    }
-}
-#[export_name = "reprise_pthread_kill"]
-pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
-    if let Some(e) = enter() {
-        access::safe_point(e.t());
-    }
-    unsafe { real::pthread_kill(t, sig) }
 }
 
 // ---- C++ function-local statics ---------------------------------------------------------------

@@ -1,0 +1,160 @@
+//! Interposed barriers, `pthread_once` and semaphores: ordered events on their object's
+//! stripe; which thread is a barrier's serial one and how semaphore waits end are recorded
+//! results. The pattern is `sync`'s: see there. Blocking semaphore waits are split in
+//! `_pre`/`_post` halves around the real call, which the C shim makes (a cancellation point).
+#![allow(unsafe_code)]
+#![allow(missing_docs)]
+
+use crate::access::{self, kind};
+use crate::entry::enter;
+use crate::real;
+use crate::sync::*;
+use core::ffi::c_int;
+use libc::{pthread_barrier_t, sem_t};
+use reprise_proto::*;
+
+#[export_name = "reprise_pthread_barrier_wait"]
+pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_int {
+    let Some(e) = enter() else {
+        return unsafe { real::pthread_barrier_wait(b) };
+    };
+    let t = e.t();
+    access::safe_point(t);
+    let r = blocking(t, WAIT_BARRIER, b as usize, || unsafe {
+        real::pthread_barrier_wait(b)
+    });
+    // Which thread is the serial one depends on arrival order: a result.
+    access::result(t, Some(r as u32 as u64)) as u32 as c_int
+}
+
+#[export_name = "reprise_pthread_once"]
+pub unsafe extern "C" fn pthread_once(o: *mut c_int, f: extern "C" fn()) -> c_int {
+    let Some(e) = enter() else {
+        return unsafe { real::pthread_once(o, f) };
+    };
+    let t = e.t();
+    access::safe_point(t);
+    take_obj(t, o.cast(), kind::ONCE);
+    if crate::model::active() {
+        // The initialiser runs under the model's events; another caller may block inside.
+        crate::leap::release_held(t);
+    }
+    drop(e);
+    // The turn is held until the next safe point, so the first turn holder enters the real
+    // once first and runs the initialiser, in both modes.
+    unsafe { real::pthread_once(o, f) }
+}
+
+unsafe fn set_errno(v: c_int) {
+    // SAFETY: this thread's errno slot.
+    unsafe { *libc::__errno_location() = v };
+}
+
+unsafe fn sem_acquire(s: *mut sem_t, attempt: impl FnOnce() -> c_int) -> c_int {
+    let Some(e) = enter() else { return attempt() };
+    let t = e.t();
+    access::safe_point(t);
+    if replaying() {
+        let r = access::result(t, None) as u32 as i32;
+        if r == 0 && crate::model::active() {
+            model_acquire(t, s.cast(), kind::SEM, || unsafe { real::sem_wait(s) });
+            0
+        } else if r == 0 {
+            take_obj(t, s.cast(), kind::SEM);
+            blocking(t, WAIT_NONE, 0, || unsafe { real::sem_wait(s) });
+            0
+        } else {
+            unsafe { set_errno(r) };
+            -1
+        }
+    } else {
+        let r = blocking(t, WAIT_NONE, 0, attempt);
+        // SAFETY: errno of this thread, set by the real call.
+        let err = if r == 0 {
+            0
+        } else {
+            unsafe { *libc::__errno_location() }
+        };
+        access::result(t, Some(err as u32 as u64));
+        if r == 0 {
+            take_obj(t, s.cast(), kind::SEM);
+        }
+        unsafe { set_errno(err) };
+        r
+    }
+}
+
+#[export_name = "reprise_sem_trywait"]
+pub unsafe extern "C" fn sem_trywait(s: *mut sem_t) -> c_int {
+    unsafe { sem_acquire(s, || real::sem_trywait(s)) }
+}
+
+/// A blocking semaphore wait (`sem_wait`, `sem_timedwait`, `sem_clockwait`; the C interposer
+/// makes the real call), before the real call: replay gives the recorded outcome (and
+/// reproduces a success with a real wait at its turn) or the cancellation.
+///
+/// # Safety
+/// `s` is the caller's semaphore; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn reprise_sem_wait_pre(s: *mut sem_t, out: *mut c_int) -> c_int {
+    let Some(e) = enter() else { return PRE_NATIVE };
+    let t = e.t();
+    access::safe_point(t);
+    if !replaying() {
+        // (A semaphore wait may be timed: never named a deadlock.)
+        block_begin(t, WAIT_NONE, 0);
+        return PRE_CALL;
+    }
+    if crate::cancel::replayed_here(t) {
+        return PRE_CANCEL;
+    }
+    let r = access::result(t, None) as u32 as i32;
+    // SAFETY: the caller's semaphore and out-slot; this thread's errno.
+    unsafe {
+        if r == 0 && crate::model::active() {
+            model_acquire(t, s.cast(), kind::SEM, || real::sem_wait(s));
+            *out = 0;
+        } else if r == 0 {
+            take_obj(t, s.cast(), kind::SEM);
+            blocking(t, WAIT_NONE, 0, || real::sem_wait(s));
+            *out = 0;
+        } else {
+            set_errno(r);
+            *out = -1;
+        }
+    }
+    PRE_DONE
+}
+
+/// The real wait of [`reprise_sem_wait_pre`] returned `r` (errno as it left it): its outcome
+/// is a result; a success is the semaphore's turn.
+#[no_mangle]
+pub extern "C" fn reprise_sem_wait_post(s: *mut sem_t, r: c_int) -> c_int {
+    // SAFETY: this thread's errno, set by the real call.
+    let err = if r == 0 {
+        0
+    } else {
+        unsafe { *libc::__errno_location() }
+    };
+    let Some(g) = resume() else { return r };
+    let t = g.t();
+    block_end(t);
+    access::result(t, Some(err as u32 as u64));
+    if r == 0 {
+        take_obj(t, s.cast(), kind::SEM);
+    }
+    // SAFETY: this thread's errno, as the real call left it.
+    unsafe { set_errno(err) };
+    r
+}
+#[export_name = "reprise_sem_post"]
+pub unsafe extern "C" fn sem_post(s: *mut sem_t) -> c_int {
+    let Some(e) = enter() else {
+        return unsafe { real::sem_post(s) };
+    };
+    let t = e.t();
+    access::safe_point(t);
+    take_obj(t, s.cast(), kind::SEM);
+    drop(e);
+    unsafe { real::sem_post(s) }
+}

@@ -1,0 +1,291 @@
+//! Record side of `ownership`: taking a granule (lock it, ask its owner or steal it, log the
+//! edge), read-shared epochs, and the window batches a transfer moves (see the parent module).
+
+use super::*;
+
+fn add_edge(t: &mut Thread, e: u64, src: u32, src_events: u64) {
+    if src != t.tid && src_events > 0 {
+        access::log_pair(t, R_EDGE, e, edge_source(src, src_events));
+    }
+}
+
+/// Ask thread `x` for its granules; returns its completed events when it answered (or was
+/// free). The caller has locked the granule it wants.
+fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
+    // SAFETY: slots are mapped for MAX_THREADS ids; only atomics of another thread's slot are
+    // touched (its mailbox and fast_limit).
+    let xs = unsafe { &*state::slot(x) };
+    if xs.mb.free.load(Ordering::SeqCst) != 0 {
+        return xs.mb.done.load(Ordering::Acquire);
+    }
+    let q0 = xs.mb.ack_seq.load(Ordering::SeqCst);
+    xs.mb.req.store(1, Ordering::SeqCst);
+    xs.fast_limit.store(0, Ordering::SeqCst);
+    if xs.mb.sleeping.load(Ordering::SeqCst) != 0 {
+        // The owner itself waits for someone: it answers requests, once awake.
+        xs.mb.wake.fetch_add(1, Ordering::SeqCst);
+        sys::futex_wake(&xs.mb.wake, 1);
+    }
+    let mut clock = WaitClock::default();
+    let mut asked = None;
+    let mut next_steal = handover::STEAL_AFTER_NS;
+    let src = loop {
+        if xs.mb.ack_seq.load(Ordering::Acquire) != q0 {
+            break xs.mb.ack_done.load(Ordering::Acquire);
+        }
+        if xs.mb.free.load(Ordering::SeqCst) != 0 {
+            break xs.mb.done.load(Ordering::Acquire);
+        }
+        if let Some(g) = asked.and_then(|serial| handover::granted(t, serial)) {
+            break g;
+        }
+        answer(t);
+        if state::mode() == state::M_DONE {
+            // The process is ending: this thread stops here, as at any runtime entry.
+            set_free(t);
+            crate::leap::park_forever(t.tid, ST_AT_END);
+        }
+        let Some(waited) = clock.tick(t, x) else {
+            continue;
+        };
+        if waited >= next_steal {
+            // The owner is slow to answer (perhaps not running at all): look for itself.
+            if let Some(src) = handover::steal(xs, idx) {
+                break src;
+            }
+            next_steal = waited + handover::STEAL_EVERY_NS;
+        }
+        if waited > handover::SIGNAL_AFTER_NS && asked.is_none() {
+            // The owner is slow to reach a safe point: ask its handler, and be woken.
+            asked = Some(handover::ask(t, x, idx));
+        }
+        if asked.is_some() && waited > handover::SLEEP_AFTER_NS {
+            // Sleep until the owner answers, turns free or grants (each wakes us), or a
+            // request to this thread needs an answer (bounded by the timeout).
+            let w = t.mb.wake.load(Ordering::SeqCst);
+            t.mb.sleeping.store(1, Ordering::SeqCst);
+            if xs.mb.ack_seq.load(Ordering::SeqCst) == q0
+                && xs.mb.free.load(Ordering::SeqCst) == 0
+                && t.mb.grant.load(Ordering::SeqCst) == 0
+                && t.mb.req.load(Ordering::SeqCst) == 0
+                && state::mode() != state::M_DONE
+            {
+                sys::futex_wait_for(&t.mb.wake, w, 200_000);
+            }
+            t.mb.sleeping.store(0, Ordering::SeqCst);
+        } else if waited > 5_000 {
+            // On an oversubscribed machine the owner may need this CPU.
+            sys::yield_now();
+        }
+    };
+    if asked.is_some() {
+        handover::withdraw(t);
+    }
+    clock.done(t);
+    src
+}
+
+/// Read-shared epochs: the current epoch and, per thread, the latest completion any
+/// read-shared transition so far depended on.
+static EPOCH_LOCK: AtomicU32 = AtomicU32::new(0);
+static EPOCH: AtomicU32 = AtomicU32::new(0);
+static CUM: [AtomicU64; MAX_THREADS] = [const { AtomicU64::new(0) }; MAX_THREADS];
+
+fn epoch_lock(t: &Thread) {
+    let mut spins = 0;
+    while EPOCH_LOCK.swap(1, Ordering::Acquire) != 0 {
+        answer(t);
+        backoff(&mut spins);
+    }
+}
+
+fn epoch_unlock() {
+    EPOCH_LOCK.store(0, Ordering::Release);
+}
+
+/// A new read-shared epoch whose granule depended on `(x, src)`; None when epochs ran out.
+fn new_epoch(t: &Thread, x: u32, src: u64) -> Option<u32> {
+    epoch_lock(t);
+    let c = EPOCH.load(Ordering::Relaxed) + 1;
+    let r = if c > MAX_EPOCH {
+        None
+    } else {
+        CUM[x as usize].fetch_max(src, Ordering::Relaxed);
+        EPOCH.store(c, Ordering::Relaxed);
+        Some(c)
+    };
+    epoch_unlock();
+    r
+}
+
+/// Synchronise with every read-shared transition so far (edges from their sources).
+fn sync_epochs(t: &mut Thread, e: u64) {
+    epoch_lock(t);
+    let c = EPOCH.load(Ordering::Relaxed);
+    let n = state::NEXT_TID
+        .load(Ordering::SeqCst)
+        .min(MAX_THREADS as u32);
+    for x in 0..n {
+        let src = CUM[x as usize].load(Ordering::Relaxed);
+        add_edge(t, e, x, src);
+    }
+    epoch_unlock();
+    t.rdsh_seen = c;
+}
+
+/// Take granule `addr` for a read or a write of event `e`.
+fn acquire_one(t: &mut Thread, addr: usize, write: bool, e: u64) {
+    let sh = shadow(addr);
+    let mut spins = 0;
+    loop {
+        let s = sh.load(Ordering::Acquire);
+        if s == t.own_me || (!write && s == t.own_me | RDEX_BIT) {
+            return;
+        }
+        if s >= SHARED {
+            let c = s - SHARED;
+            if !write {
+                if c <= t.rdsh_seen {
+                    return;
+                }
+                sync_epochs(t, e);
+                continue;
+            }
+            if sh
+                .compare_exchange(s, LOCKED | t.tid, Ordering::SeqCst, Ordering::Relaxed)
+                .is_err()
+            {
+                continue;
+            }
+            // Any thread may be reading it: each one answers (or is free).
+            let n = state::NEXT_TID
+                .load(Ordering::SeqCst)
+                .min(MAX_THREADS as u32);
+            for x in 0..n {
+                if x != t.tid {
+                    let src = request(t, x, slot_of(addr));
+                    add_edge(t, e, x, src);
+                }
+            }
+            sh.store(t.own_me, Ordering::Release);
+            return;
+        }
+        if s & LOCKED != 0 {
+            // Another thread is taking it over.
+            answer(t);
+            backoff(&mut spins);
+            continue;
+        }
+        if s == 0 {
+            if sh
+                .compare_exchange(0, t.own_me, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+            continue;
+        }
+        if write && s == t.own_me | RDEX_BIT {
+            // Upgrade: nobody else may read it (unless someone is taking it over right now,
+            // which the compare-exchange sees).
+            if sh
+                .compare_exchange(s, t.own_me, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+            continue;
+        }
+        let x = (s & !RDEX_BIT) - 1;
+        if sh
+            .compare_exchange(s, LOCKED | t.tid, Ordering::SeqCst, Ordering::Relaxed)
+            .is_err()
+        {
+            continue;
+        }
+        let idx = slot_of(addr);
+        let batch = lock_batch(t, idx, s);
+        let src = request(t, x, idx);
+        add_edge(t, e, x, src);
+        let next = if write {
+            t.own_me
+        } else if s & RDEX_BIT == 0 || !READ_SHARING {
+            t.own_me | RDEX_BIT
+        } else {
+            // A second reader: share it.
+            match new_epoch(t, x, src) {
+                Some(c) => SHARED | c,
+                None => t.own_me | RDEX_BIT,
+            }
+        };
+        sh.store(next, Ordering::Release);
+        unlock_batch(idx, batch, next);
+        return;
+    }
+}
+
+/// log2 of the granules moved by one transfer at most: the aligned window (1 KiB) around the
+/// requested granule. Within a window, slots are `window base | j` (the address block's mix
+/// constant is the same for all), so the handover handler refuses a whole window when its
+/// pending access lies in it.
+pub const BATCH_SHIFT: u32 = 4;
+
+/// Lock, for the transfer of slot `idx` from its owner, the other granules of its window that
+/// the owner holds in the same state `s`: data that migrates between threads (a transpose, a
+/// scatter, a producer's buffer) then moves a window per round trip, not a line. The answer
+/// that covers `idx` covers them (every access of the owner up to its answer is complete, and
+/// the locks stop later ones). Returns the bit mask of the locked window slots.
+fn lock_batch(t: &Thread, idx: u32, s: u32) -> u32 {
+    let base = idx & !((1 << BATCH_SHIFT) - 1);
+    let mut taken = 0u32;
+    for j in 0..1u32 << BATCH_SHIFT {
+        let k = base | j;
+        if k == idx {
+            continue;
+        }
+        let w = slot_word(k);
+        if w.load(Ordering::Relaxed) == s
+            && w.compare_exchange(s, LOCKED | t.tid, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+        {
+            taken |= 1 << j;
+        }
+    }
+    taken
+}
+
+/// Give the granules [`lock_batch`] locked their new state `next`.
+fn unlock_batch(idx: u32, mut taken: u32, next: u32) {
+    let base = idx & !((1 << BATCH_SHIFT) - 1);
+    while taken != 0 {
+        let j = taken.trailing_zeros();
+        slot_word(base | j).store(next, Ordering::Release);
+        taken &= taken - 1;
+    }
+}
+
+/// Take every granule of the byte ranges (ascending within each range). If the thread answered
+/// a request meanwhile, it may have handed over a granule it had already taken: take them again.
+pub(super) fn acquire_ranges(t: &mut Thread, ranges: &[(usize, usize, bool)], e: u64) {
+    loop {
+        let before = t.mb.ack_seq.load(Ordering::Relaxed);
+        for &(addr, size, write) in ranges {
+            if size == 0 {
+                continue;
+            }
+            let mut g = addr >> GRANULE_SHIFT;
+            let last = (addr + size - 1) >> GRANULE_SHIFT;
+            while g <= last {
+                acquire_one(t, g << GRANULE_SHIFT, write, e);
+                g += 1;
+            }
+        }
+        let single = ranges.len() == 1 && {
+            let (a, n, _) = ranges[0];
+            (a ^ (a + n.max(1) - 1)) >> GRANULE_SHIFT == 0
+        };
+        if single || t.mb.ack_seq.load(Ordering::Relaxed) == before {
+            return;
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! Interposed thread calls: creation (ordered on one stripe, so thread ids are deterministic),
+//! the start and end of each thread (the C trampoline calls in), joins (recorded outcomes for
+//! the non-blocking and timed ones) and `pthread_kill`. The pattern is `sync`'s: see there.
+#![allow(unsafe_code)]
+#![allow(missing_docs)]
+
+use crate::access::{self, kind};
+use crate::entry::enter;
+use crate::real;
+use crate::state::{self, Thread};
+use crate::sync::*;
+use core::ffi::{c_int, c_void};
+use core::sync::atomic::Ordering;
+use libc::{pthread_attr_t, pthread_t};
+use reprise_proto::*;
+
+/// Address whose stripe orders thread creation (and so deterministic thread ids).
+static CREATE_LOC: u64 = 0;
+
+/// A new thread's first runtime step, called by the C trampoline (`reprise_trampoline` in
+/// `csrc/libc_shim.c`) before the program's start routine: adopt the slot the parent prepared,
+/// log the start, turn Syscall User Dispatch on. Returns the start routine; its argument goes
+/// to `*arg`.
+///
+/// The trampoline is C, not Rust, because a thread may end by glibc's forced unwind
+/// (`pthread_exit` at any depth, cancellation): the unwind must pass only through frames that
+/// can be unwound, and a Rust frame (built with panic=abort) cannot. The thread's end
+/// ([`reprise_thread_finish`]) runs from a cleanup in that C frame, on return and on unwind
+/// alike, after the program's own cleanup handlers and destructors.
+#[no_mangle]
+pub unsafe extern "C" fn reprise_thread_begin(slot: *mut c_void, arg: *mut *mut c_void) -> usize {
+    let t = slot as *mut Thread;
+    state::set_cur(t);
+    // SAFETY: the parent initialised this slot for us before creating the thread; arg is the
+    // trampoline's out-slot.
+    let th = unsafe { &mut *t };
+    th.mb.ktid.store(crate::sys::gettid(), Ordering::Release);
+    state::status(th.tid)
+        .ktid
+        .store(crate::sys::gettid(), Ordering::Relaxed);
+    access::log_start(th);
+    crate::sud::enable(th);
+    unsafe { *arg = th.start_arg as *mut c_void };
+    th.start_fn
+}
+
+/// The thread's start routine returned or its unwind (pthread_exit, cancellation) reached the
+/// trampoline: the thread ends now.
+#[no_mangle]
+pub extern "C" fn reprise_thread_finish() {
+    crate::lifecycle::thread_end();
+}
+
+/// `pthread_exit` (the C interposer in `csrc/libc_shim.c` calls this, then glibc's, which
+/// unwinds): a safe point. A thread started through the trampoline ends when the unwind
+/// reaches it; the main thread has none (see [`crate::lifecycle::main_unwinding`]).
+#[no_mangle]
+pub extern "C" fn reprise_pthread_exit_begin() {
+    let Some(e) = enter() else { return };
+    let t = e.t();
+    access::safe_point(t);
+    let main = t.tid == 0;
+    drop(e);
+    if main {
+        crate::lifecycle::main_unwinding();
+    }
+}
+
+extern "C" {
+    /// The C trampoline every recorded thread starts in (`csrc/libc_shim.c`).
+    fn reprise_trampoline(slot: *mut c_void) -> *mut c_void;
+}
+
+#[export_name = "reprise_pthread_create"]
+pub unsafe extern "C" fn pthread_create(
+    th: *mut pthread_t,
+    attr: *const pthread_attr_t,
+    f: extern "C" fn(*mut c_void) -> *mut c_void,
+    arg: *mut c_void,
+) -> c_int {
+    let Some(e) = enter() else {
+        return unsafe { real::pthread_create(th, attr, f, arg) };
+    };
+    let t = e.t();
+    access::safe_point(t);
+    take_obj(t, core::ptr::addr_of!(CREATE_LOC).cast(), kind::CREATE);
+    // Under the creation turn, so ids follow the recorded creation order.
+    let id = state::NEXT_TID.load(Ordering::Relaxed);
+    if id as usize >= MAX_THREADS - 1 {
+        crate::say!("more than {} threads: not supported", MAX_THREADS - 2);
+        return libc::EAGAIN;
+    }
+    state::NEXT_TID.store(id + 1, Ordering::Relaxed);
+    let child = state::slot(id);
+    let nth = t.children;
+    t.children += 1;
+    // SAFETY: slot `id` is unused until this thread starts.
+    unsafe {
+        state::init_slot(child, id, t.tid, nth);
+        (*child).start_fn = f as usize;
+        (*child).start_arg = arg as usize;
+    }
+    // Stack from the thread's fixed window (glibc's stack cache reuse is racy).
+    // SAFETY: pthread_attr_t is plain data; a bitwise copy is a valid attr that we never
+    // destroy (so a shared cpuset extension is not freed twice).
+    let mut a: pthread_attr_t = unsafe { core::mem::zeroed() };
+    unsafe {
+        if attr.is_null() {
+            libc::pthread_attr_init(&mut a);
+        } else {
+            core::ptr::copy_nonoverlapping(attr, &mut a, 1);
+        }
+        let mut addr: *mut c_void = core::ptr::null_mut();
+        let mut size: usize = 0;
+        libc::pthread_attr_getstack(&a, &mut addr, &mut size);
+        if addr.is_null() {
+            let mut size = 0usize;
+            libc::pthread_attr_getstacksize(&a, &mut size);
+            if let Some(base) = crate::lifecycle::stack_window(id, size) {
+                libc::pthread_attr_setstack(&mut a, base as *mut c_void, size);
+            }
+        }
+    }
+    let r = blocking(t, WAIT_NONE, 0, || unsafe {
+        // SAFETY: the trampoline has the C start-routine ABI; it is a C function, so the
+        // thread's forced unwind may pass through it.
+        let tr: extern "C" fn(*mut c_void) -> *mut c_void = core::mem::transmute(
+            reprise_trampoline as unsafe extern "C" fn(*mut c_void) -> *mut c_void,
+        );
+        real::pthread_create(th, &a, tr, child.cast())
+    });
+    if r == 0 {
+        // SAFETY: th was filled by the successful real call; the slot is ours to annotate.
+        unsafe { (*child).pthread = *th as u64 };
+    }
+    r
+}
+
+/// The model strategies' join operation of pthread `t`, if it is a recorded thread.
+fn join_op(t: pthread_t) -> Option<reprise_core::Op> {
+    if !crate::model::active() {
+        return None;
+    }
+    let n = state::NEXT_TID.load(Ordering::Relaxed);
+    // SAFETY: slots below NEXT_TID are initialised.
+    (1..n)
+        .find(|&i| unsafe { (*state::slot(i)).pthread } == t as u64)
+        .map(reprise_core::Op::Join)
+}
+
+/// `pthread_join` (`timed` = 0) or `pthread_timedjoin_np` of `t`, before the real call (the C
+/// interposer makes it). A timed join's outcome depends on timing: it is a result, and replay
+/// reproduces a success with a blocking join.
+///
+/// # Safety
+/// `ret` and `out` are the caller's out-slots (ret may be null).
+#[no_mangle]
+pub unsafe extern "C" fn reprise_join_pre(
+    t: pthread_t,
+    timed: c_int,
+    ret: *mut *mut c_void,
+    out: *mut c_int,
+) -> c_int {
+    let Some(e) = enter() else { return PRE_NATIVE };
+    let th = e.t();
+    access::safe_point(th);
+    if crate::cancel::replayed_here(th) {
+        return PRE_CANCEL;
+    }
+    if timed != 0 {
+        if replaying() {
+            let r = access::result(th, None) as u32 as c_int;
+            if r == 0 {
+                // SAFETY: forwarded unchanged.
+                blocking(th, WAIT_NONE, 0, || unsafe { real::pthread_join(t, ret) });
+            }
+            // SAFETY: the caller's out-slot.
+            unsafe { *out = r };
+            return PRE_DONE;
+        }
+    } else if let Some(op) = join_op(t) {
+        crate::model::blocking_begin(th, &op);
+    }
+    block_begin(
+        th,
+        if timed == 0 { WAIT_JOIN } else { WAIT_NONE },
+        t as usize,
+    );
+    PRE_CALL
+}
+
+/// The real join of [`reprise_join_pre`] returned `r`.
+#[no_mangle]
+pub extern "C" fn reprise_join_post(t: pthread_t, timed: c_int, r: c_int) -> c_int {
+    let Some(g) = resume() else { return r };
+    let th = g.t();
+    block_end(th);
+    if timed != 0 {
+        access::result(th, Some(r as u32 as u64));
+    } else if let Some(op) = join_op(t) {
+        crate::model::blocking_end(th, op);
+        access::count_event(th, 0, th.model_key, kind::JOIN);
+    }
+    r
+}
+
+/// `pthread_tryjoin_np`: its outcome depends on timing: a result; replay reproduces a success
+/// with a blocking join.
+#[export_name = "reprise_pthread_tryjoin_np"]
+pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int {
+    let Some(e) = enter() else {
+        return unsafe { real::pthread_tryjoin_np(t, ret) };
+    };
+    let th = e.t();
+    access::safe_point(th);
+    if replaying() {
+        let r = access::result(th, None) as u32 as c_int;
+        if r == 0 {
+            // SAFETY: forwarded unchanged.
+            blocking(th, WAIT_NONE, 0, || unsafe { real::pthread_join(t, ret) });
+        }
+        r
+    } else {
+        // SAFETY: forwarded unchanged.
+        let r = blocking(th, WAIT_NONE, 0, || unsafe {
+            real::pthread_tryjoin_np(t, ret)
+        });
+        access::result(th, Some(r as u32 as u64));
+        r
+    }
+}
+#[export_name = "reprise_pthread_kill"]
+pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
+    if let Some(e) = enter() {
+        access::safe_point(e.t());
+    }
+    unsafe { real::pthread_kill(t, sig) }
+}
