@@ -157,17 +157,22 @@ fn acquire_one(t: &mut Thread, addr: usize, write: bool, e: u64) {
             {
                 continue;
             }
-            // Any thread may be reading it: each one answers (or is free).
+            // Any thread may be reading it: each one answers (or is free). The answers cover
+            // every read-shared granule of the window, taken along (as `lock_batch` does for
+            // one owner's).
+            let idx = slot_of(addr);
+            let batch = lock_batch(t, idx, SHARED);
             let n = state::NEXT_TID
                 .load(Ordering::SeqCst)
                 .min(MAX_THREADS as u32);
             for x in 0..n {
                 if x != t.tid {
-                    let src = request(t, x, slot_of(addr));
+                    let src = request(t, x, idx);
                     add_edge(t, e, x, src);
                 }
             }
             sh.store(t.own_me, Ordering::Release);
+            unlock_batch(idx, batch, t.own_me);
             return;
         }
         if s & LOCKED != 0 {
@@ -234,7 +239,9 @@ pub const BATCH_SHIFT: u32 = 4;
 /// the owner holds in the same state `s`: data that migrates between threads (a transpose, a
 /// scatter, a producer's buffer) then moves a window per round trip, not a line. The answer
 /// that covers `idx` covers them (every access of the owner up to its answer is complete, and
-/// the locks stop later ones). Returns the bit mask of the locked window slots.
+/// the locks stop later ones). `s == SHARED` locks every read-shared granule of the window,
+/// whatever its epoch (a write that asked every thread). Returns the bit mask of the locked
+/// window slots.
 fn lock_batch(t: &Thread, idx: u32, s: u32) -> u32 {
     let base = idx & !((1 << BATCH_SHIFT) - 1);
     let mut taken = 0u32;
@@ -244,8 +251,11 @@ fn lock_batch(t: &Thread, idx: u32, s: u32) -> u32 {
             continue;
         }
         let w = slot_word(k);
-        if w.load(Ordering::Relaxed) == s
-            && w.compare_exchange(s, LOCKED | t.tid, Ordering::SeqCst, Ordering::Relaxed)
+        let v = w.load(Ordering::Relaxed);
+        // `SHARED` stands for every read-shared epoch.
+        let same = v == s || (s == SHARED && v > SHARED);
+        if same
+            && w.compare_exchange(v, LOCKED | t.tid, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
         {
             taken |= 1 << j;
