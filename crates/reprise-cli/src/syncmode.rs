@@ -57,21 +57,28 @@ pub fn runtime_shared() -> Result<PathBuf> {
 /// `__tsan_init`, or, stripped, holds the runtime's marker. Anything that is not such an ELF file (another program, a script) does not.
 pub fn has_runtime(p: &Path) -> bool {
     use object::{Object, ObjectSymbol};
-    let Ok(data) = std::fs::read(p) else {
+    let Ok(f) = std::fs::File::open(p) else {
         return false;
     };
-    let Ok(file) = object::File::parse(&*data) else {
+    // Read lazily: the headers and symbol tables only, not the whole binary (a copy of a large
+    // program cost a page fault per 4 KiB before every recording).
+    let cache = object::ReadCache::new(f);
+    let Ok(file) = object::File::parse(&cache) else {
         return false;
     };
-    let defines =
-        |s: object::Symbol| !s.is_undefined() && s.name_bytes().ok() == Some(&b"__tsan_init"[..]);
+    let defines = |s: object::Symbol<'_, '_, &object::ReadCache<std::fs::File>>| {
+        !s.is_undefined() && s.name_bytes().ok() == Some(&b"__tsan_init"[..])
+    };
     if file.symbols().any(defines) || file.dynamic_symbols().any(defines) {
         return true;
+    }
+    if file.symbols().next().is_some() {
+        return false;
     }
     // Stripped: the runtime's marker (`REPRISE_RUNTIME_MARKER`), built here from two parts so
     // that reprise itself does not hold it.
     let marker = [&b"\0reprise-runtime-"[..], b"marker-v1\0"].concat();
-    file.symbols().next().is_none() && data.windows(marker.len()).any(|w| w == marker)
+    std::fs::read(p).is_ok_and(|data| data.windows(marker.len()).any(|w| w == marker))
 }
 
 /// Bytes of the `LD_PRELOAD=...` entry in sync mode: the runtime's path is padded with
