@@ -217,8 +217,18 @@ impl Thread {
 /// Size of one slot in the thread table.
 pub const THREAD_SLOT: u64 = (core::mem::size_of::<Thread>() as u64 + 4095) & !4095;
 
+/// What `CUR` holds for a thread without a slot: an all-zero `Thread` (a valid one: slots are
+/// zero-filled mappings too) whose `fast_limit` of 0 sends every access of such a thread down
+/// the slow path, so the fast path needs no null check. Never written (only [`cur_or_idle`]'s
+/// callers read it, and only its atomics, before the fast path's limit check fails).
+struct Idle(core::cell::UnsafeCell<core::mem::MaybeUninit<Thread>>);
+// SAFETY: nothing writes the idle thread; its readers load atomics only.
+unsafe impl Sync for Idle {}
+static IDLE: Idle = Idle(core::cell::UnsafeCell::new(core::mem::MaybeUninit::zeroed()));
+const IDLE_PTR: *mut Thread = IDLE.0.get().cast();
+
 thread_local! {
-    static CUR: Cell<*mut Thread> = const { Cell::new(core::ptr::null_mut()) };
+    static CUR: Cell<*mut Thread> = const { Cell::new(IDLE_PTR) };
     /// True while runtime code runs on this thread (memory wrappers then pass through).
     pub static IN_RT: Cell<bool> = const { Cell::new(false) };
 }
@@ -226,12 +236,24 @@ thread_local! {
 /// The current thread's slot, or null.
 #[inline(always)]
 pub fn cur() -> *mut Thread {
+    let t = cur_or_idle();
+    if t == IDLE_PTR {
+        core::ptr::null_mut()
+    } else {
+        t
+    }
+}
+
+/// The current thread's slot, or the idle thread (all zero, never written) when it has none:
+/// for the fast path, whose limit check then fails without a null check.
+#[inline(always)]
+pub fn cur_or_idle() -> *mut Thread {
     CUR.with(|c| c.get())
 }
 
-/// Set the current thread's slot.
+/// Set the current thread's slot (null: none).
 pub fn set_cur(t: *mut Thread) {
-    CUR.with(|c| c.set(t))
+    CUR.with(|c| c.set(if t.is_null() { IDLE_PTR } else { t }))
 }
 
 /// Slot of thread `tid`.

@@ -19,12 +19,13 @@ use core::sync::atomic::*;
 /// applies (one thread-local load, one shadow compare), else the strategy's slow path.
 #[inline(always)]
 pub fn on_access(addr: usize, size: usize, k: u64) {
-    let t = crate::state::cur();
-    if !t.is_null() {
-        // SAFETY: `cur` is this thread's own slot (set by the thread itself).
-        if ownership::fast(unsafe { &mut *t }, addr, size, k) {
-            return;
-        }
+    let t = crate::state::cur_or_idle();
+    // SAFETY: `t` is this thread's own slot (set by the thread itself), or the idle thread,
+    // whose zero limit fails the gate before anything but its atomics is read.
+    if let Some(e) = ownership::fast_gate(unsafe { &*t }, addr, size, k != kind::READ) {
+        // SAFETY: the gate passed, so `t` is this thread's own slot, mutated only by itself.
+        ownership::fast_done(unsafe { &mut *t }, e, addr, size, k);
+        return;
     }
     slow_access(addr, size, k)
 }
@@ -61,17 +62,17 @@ fn slow_access(addr: usize, size: usize, k: u64) {
 /// Run atomic operation `op` on `addr` under the strategy's order; fold its result.
 #[inline(always)]
 fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R) -> R {
-    let t = crate::state::cur();
-    if !t.is_null() {
-        // SAFETY: this thread's own slot.
+    let t = crate::state::cur_or_idle();
+    // SAFETY: as in `on_access`.
+    if let Some(e) = ownership::fast_gate(unsafe { &*t }, addr, size, true) {
+        // SAFETY: as in `on_access`.
         let th = unsafe { &mut *t };
-        if ownership::fast_atomic(th, addr, size).is_some() {
-            let r = op();
-            crate::handover::pend_done(th);
-            let v: u128 = r.into();
-            th.digest = ownership::fold(th.digest, v as u64 ^ (v >> 64) as u64);
-            return r;
-        }
+        ownership::count_fast_atomic(th, e);
+        let r = op();
+        crate::handover::pend_done(th);
+        let v: u128 = r.into();
+        th.digest = ownership::fold(th.digest, v as u64 ^ (v >> 64) as u64);
+        return r;
     }
     let Some(e) = enter() else { return op() };
     let t = e.t();

@@ -169,23 +169,19 @@ pub fn fast_gate(t: &Thread, addr: usize, size: usize, write: bool) -> Option<u6
     Some(e)
 }
 
-/// The fast path of a plain access; false when the slow path must run.
+/// The rest of a plain access's fast path once [`fast_gate`] let event `e` through: digest
+/// and count.
 #[inline(always)]
-pub fn fast(t: &mut Thread, addr: usize, size: usize, k: u64) -> bool {
-    let Some(e) = fast_gate(t, addr, size, k != kind::READ) else {
-        return false;
-    };
+pub fn fast_done(t: &mut Thread, e: u64, addr: usize, size: usize, k: u64) {
     digest_access(t, addr, size, k);
     count_fast(t, e, k);
-    true
 }
 
-/// The fast path of an atomic operation: performs `op` and folds its result.
+/// Count an atomic operation that [`fast_gate`] let through as event `e` (the caller performs
+/// it and folds its result).
 #[inline(always)]
-pub fn fast_atomic(t: &mut Thread, addr: usize, size: usize) -> Option<u64> {
-    let e = fast_gate(t, addr, size, true)?;
+pub fn count_fast_atomic(t: &mut Thread, e: u64) {
     count_fast(t, e, kind::ATOMIC);
-    Some(e)
 }
 
 // ---- safe points, answers, the free state ------------------------------------------------------
