@@ -60,25 +60,27 @@ pub fn has_runtime(p: &Path) -> bool {
     let Ok(f) = std::fs::File::open(p) else {
         return false;
     };
-    // Read lazily: the headers and symbol tables only, not the whole binary (a copy of a large
-    // program cost a page fault per 4 KiB before every recording).
-    let cache = object::ReadCache::new(f);
-    let Ok(file) = object::File::parse(&cache) else {
+    // Mapped, not read: only the headers and symbol tables are touched (reading a large
+    // program whole cost a page fault per 4 KiB before every recording; object's lazy reader
+    // makes a system call per symbol name).
+    // SAFETY: the mapping is private and read-only, and nothing here writes the file. Were the
+    // program truncated while reprise starts it, a read past its new end would fault (SIGBUS),
+    // as running it would.
+    let Ok(data) = (unsafe { memmap2::Mmap::map(&f) }) else {
         return false;
     };
-    let defines = |s: object::Symbol<'_, '_, &object::ReadCache<std::fs::File>>| {
-        !s.is_undefined() && s.name_bytes().ok() == Some(&b"__tsan_init"[..])
+    let Ok(file) = object::File::parse(&*data) else {
+        return false;
     };
+    let defines =
+        |s: object::Symbol| !s.is_undefined() && s.name_bytes().ok() == Some(&b"__tsan_init"[..]);
     if file.symbols().any(defines) || file.dynamic_symbols().any(defines) {
         return true;
-    }
-    if file.symbols().next().is_some() {
-        return false;
     }
     // Stripped: the runtime's marker (`REPRISE_RUNTIME_MARKER`), built here from two parts so
     // that reprise itself does not hold it.
     let marker = [&b"\0reprise-runtime-"[..], b"marker-v1\0"].concat();
-    std::fs::read(p).is_ok_and(|data| data.windows(marker.len()).any(|w| w == marker))
+    file.symbols().next().is_none() && data.windows(marker.len()).any(|w| w == marker)
 }
 
 /// Bytes of the `LD_PRELOAD=...` entry in sync mode: the runtime's path is padded with
