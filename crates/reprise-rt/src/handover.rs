@@ -170,8 +170,12 @@ pub fn ask(t: &mut Thread, x: u32, idx: u32) -> u64 {
     let serial = t.want_serial;
     t.mb.grant.store(0, Ordering::SeqCst);
     t.mb.want.store(want_word(x, serial, idx), Ordering::SeqCst);
-    // SAFETY: slots are mapped for MAX_THREADS ids; only atomics are read.
+    // SAFETY: slots are mapped for MAX_THREADS ids; only atomics are read and written.
     let xs = unsafe { &*state::slot(x) };
+    // Counted before the caller next looks at the owner's answer and free state (all
+    // sequentially consistent): an owner that then finds no askers has answered or turned free
+    // before this, and the caller sees it without sleeping.
+    xs.mb.askers.fetch_add(1, Ordering::SeqCst);
     let ktid = xs.mb.ktid.load(Ordering::Acquire);
     if !INSTALLED.load(Ordering::Acquire) || ktid == 0 || xs.mb.free.load(Ordering::SeqCst) != 0 {
         return serial;
@@ -194,6 +198,10 @@ pub fn ask(t: &mut Thread, x: u32, idx: u32) -> u64 {
 /// Wake every thread whose registered request is addressed to `owner` (it answered or turned
 /// free). Called inside the runtime (system calls allowed).
 pub fn wake_requesters(owner: u32) {
+    // SAFETY: as in `ask`.
+    if unsafe { &*state::slot(owner) }.mb.askers.load(Ordering::SeqCst) == 0 {
+        return;
+    }
     let n = state::NEXT_TID
         .load(Ordering::SeqCst)
         .min(MAX_THREADS as u32);
@@ -217,7 +225,15 @@ pub fn granted(t: &Thread, serial: u64) -> Option<u64> {
 
 /// Withdraw a registered request (answered one way or another).
 pub fn withdraw(t: &Thread) {
-    t.mb.want.store(0, Ordering::SeqCst);
+    let w = t.mb.want.swap(0, Ordering::SeqCst);
+    let owner = (w >> 48) as u32;
+    if owner != 0 && owner as usize <= MAX_THREADS {
+        // SAFETY: as in `ask` (the owner's id + 1, from `want_word`).
+        unsafe { &*state::slot(owner - 1) }
+            .mb
+            .askers
+            .fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 extern "C" fn on_signal(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {

@@ -98,6 +98,9 @@ pub struct Mailbox {
     pub wake: AtomicU32,
     /// The thread sleeps on `wake` (a request to it must wake it).
     pub sleeping: AtomicU32,
+    /// Requesters registered (`want`) for this thread's granules: when none is, answering and
+    /// turning free skip the scan of every thread's `want` (`handover::wake_requesters`).
+    pub askers: AtomicU32,
 }
 
 /// Per-thread runtime state, one slot per deterministic thread id at a fixed address.
