@@ -15,6 +15,7 @@
 //! this loses join edges in atomicity-violation detection).
 #![allow(unsafe_code)]
 
+
 use crate::state::{self, Thread};
 use crate::sys;
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -311,10 +312,53 @@ fn wait_may(t: &Thread, op: &Op) {
     }
 }
 
+/// Replay: park `t` for good (G released) when its next event lies past its recorded final
+/// count (seed 001, 2.5: early termination), as LEAP's exhausted vectors and ownership's gate
+/// do. The models cannot say it: a thread still running when another ended the process (a
+/// detached thread, one main did not join) has events after its last logged one that the
+/// replayer may allow (AggrePlay: a read of a location with no logged write after it) or wait
+/// for forever; either way it must stop where the recording stopped, or its count, digest and
+/// final checkpoint differ from the recording's. Outside replay, or without a recorded end,
+/// nothing.
+fn park_past_end(t: &mut Thread) {
+    if !state::REPLAY.load(Ordering::Relaxed) {
+        return;
+    }
+    let end = &state::config().end;
+    if end.kind == END_UNKNOWN {
+        return;
+    }
+    let Some(ti) = state::thread_index(t.tid) else {
+        return;
+    };
+    let e = t.events.load(Ordering::Relaxed) + 1;
+    // The recording's faulting thread may fault inside the callback after its last counted
+    // event: let it run that callback.
+    let faulted_here = end.kind == END_FAULT && end.tid == t.tid && e == ti.final_events + 1;
+    if e > ti.final_events && !faulted_here {
+        if end.tid == t.tid {
+            // The recording's ending thread ended the process at its final count: one more
+            // event is a divergence (TPLAY does not order every read, so a spinning read loop
+            // may run longer), not a wait for an end that never comes.
+            crate::access::diverge(
+                t,
+                e,
+                format_args!(
+                    "thread {} diverged at event {e}: the recording ended the process after its event {}",
+                    t.tid, ti.final_events
+                ),
+            );
+        }
+        crate::ownership::set_free(t);
+        crate::leap::park_forever(t.tid, ST_AT_END);
+    }
+}
+
 /// One event: take G (released at the thread's next safe point), wait for the model's
 /// permission in replay, then tell the model. `op` is computed under G.
 pub fn event(t: &mut Thread, op: impl Fn() -> Op) {
     crate::leap::release_held(t);
+    park_past_end(t);
     lock_g();
     t.held = HELD_G;
     let o = op();
@@ -338,6 +382,7 @@ pub fn blocking_event<R>(t: &mut Thread, op: Op, f: impl FnOnce() -> R) -> R {
 /// The part of [`blocking_event`] before its blocking call (for a call made by the C shim).
 pub fn blocking_begin(t: &mut Thread, op: &Op) {
     crate::leap::release_held(t);
+    park_past_end(t);
     if state::REPLAY.load(Ordering::Relaxed) {
         lock_g();
         wait_may(t, op);
