@@ -23,7 +23,7 @@ use reprise_core::aggreplay::{AggrePlay, AggrePlayLog, AggrePlayRecorder, AggreP
 use reprise_core::aggreplay_plus::{AggrePlayPlus, AggrePlayPlusReplayer};
 use reprise_core::tplay::plus::{TplayPlusRecorder, TplayPlusReplayer};
 use reprise_core::tplay::{Tplay, TplayLog, TplayPlus, TplayPlusLog, TplayRecorder, TplayReplayer};
-use reprise_core::{Event, Op, Recorder, Replayer, Strategy};
+use reprise_core::{binlog, Event, Op, Recorder, Replayer, Strategy};
 use reprise_proto::*;
 
 /// Which model runs: 0 none (LEAP), 1 AggrePlay, 2 TPLAY, 3 AggrePlay+, 4 TPLAY+.
@@ -96,7 +96,7 @@ pub fn init(flags: u64, log: &[u8], replay: bool) -> Result<(), &'static str> {
         let corrupt = "the model log is corrupt";
         m.rep = Some(match which {
             1 | 3 => {
-                let l: AggrePlayLog = serde_json::from_slice(log).map_err(|_| corrupt)?;
+                let l: AggrePlayLog = binlog::decode(log).map_err(|_| corrupt)?;
                 if which == 1 {
                     Rep::Agg(AggrePlay.replayer(&l))
                 } else {
@@ -104,11 +104,11 @@ pub fn init(flags: u64, log: &[u8], replay: bool) -> Result<(), &'static str> {
                 }
             }
             2 => {
-                let l: TplayLog = serde_json::from_slice(log).map_err(|_| corrupt)?;
+                let l: TplayLog = binlog::decode(log).map_err(|_| corrupt)?;
                 Rep::Tp(Tplay.replayer(&l))
             }
             _ => {
-                let l: TplayPlusLog = serde_json::from_slice(log).map_err(|_| corrupt)?;
+                let l: TplayPlusLog = binlog::decode(log).map_err(|_| corrupt)?;
                 Rep::TpP(TplayPlus::default().replayer(&l))
             }
         });
@@ -420,15 +420,15 @@ pub fn finish() {
     }
     lock_g();
     let m = models();
-    let json = match m.rec.take() {
-        Some(Rec::Agg(r)) => serde_json::to_vec(&r.finish()),
-        Some(Rec::Tp(r)) => serde_json::to_vec(&r.finish()),
-        Some(Rec::TpP(r)) => serde_json::to_vec(&r.finish()),
+    let bytes = match m.rec.take() {
+        Some(Rec::Agg(r)) => binlog::encode(&r.finish()),
+        Some(Rec::Tp(r)) => binlog::encode(&r.finish()),
+        Some(Rec::TpP(r)) => binlog::encode(&r.finish()),
         None => return,
     };
-    let Ok(json) = json else { return };
+    let Ok(bytes) = bytes else { return };
     let mut frame = [0u8; FRAME_HDR + 60000];
-    for piece in json.chunks(60000) {
+    for piece in bytes.chunks(60000) {
         put_frame_header(&mut frame, F_MODEL, piece.len());
         frame[FRAME_HDR..FRAME_HDR + piece.len()].copy_from_slice(piece);
         crate::channel::send(&frame[..FRAME_HDR + piece.len()]);

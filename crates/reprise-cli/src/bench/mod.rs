@@ -12,9 +12,11 @@
 //!
 //! The full bench runs the suite and the bug programs `bench/programs/bugs.txt` names, at the
 //! `tiny` size (a few milliseconds natively; `--size small` is about 1/32 and `--size default`
-//! the suite's own 0.3-2 s): the model strategies (AggrePlay, TPLAY) cost 0.3-1 µs per event
-//! under one global lock, so tiny is what fits 30 minutes on two cores with all three
-//! strategies and 5 runs (about 20 minutes measured). A record or replay
+//! the suite's own 0.3-2 s): the model strategies (AggrePlay, TPLAY and their `+` variants)
+//! cost 0.3-1 µs per event under one global lock, so tiny is what fits 30 minutes on two
+//! cores with every strategy and 5 runs; at `--size small` a suite program records for
+//! minutes under them (fft: more than 10 minutes under AggrePlay), so those runs end at the
+//! time limit. A record or replay
 //! that runs past `--timeout` is killed with its process group and shown as a lower bound
 //! ("> N× (timeout)"); the remaining runs of that program and strategy are skipped.
 //!
