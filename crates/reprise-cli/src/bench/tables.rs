@@ -224,28 +224,45 @@ fn success_summary(s: &mut String, b: &Bench) {
     );
     let _ = writeln!(
         s,
-        "| strategy | verified / replayed | rate | paper |\n|---|---:|---:|---|"
+        "A run whose record or replay was killed at `--timeout` counts as timed out, not as replayed.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| strategy | verified / replayed | rate | timed out | paper |\n|---|---:|---:|---:|---|"
     );
     for st in b.strategies {
         if b.unavailable.contains_key(st) {
-            let _ = writeln!(s, "| {st} | unavailable | – | {} |", paper_rate(st));
+            let _ = writeln!(s, "| {st} | unavailable | – | – | {} |", paper_rate(st));
             continue;
         }
-        let reps: Vec<&Run> = b
-            .runs
-            .iter()
-            .filter(|r| r.config == "replay" && r.strategy == *st && !r.note.starts_with("skipped"))
-            .collect();
-        let ok = reps.iter().filter(|r| r.verified == Some(true)).count();
-        let rate = if reps.is_empty() {
+        let record_timed_out = |r: &Run| {
+            b.runs.iter().any(|x| {
+                x.config == "record"
+                    && x.timed_out
+                    && x.program == r.program
+                    && x.strategy == r.strategy
+                    && x.run == r.run
+            })
+        };
+        let (mut ok, mut replayed, mut timeouts) = (0, 0, 0);
+        for r in b.runs.iter().filter(|r| {
+            r.config == "replay" && r.strategy == *st && !r.note.starts_with("skipped")
+        }) {
+            if r.timed_out || record_timed_out(r) {
+                timeouts += 1;
+            } else {
+                replayed += 1;
+                ok += (r.verified == Some(true)) as usize;
+            }
+        }
+        let rate = if replayed == 0 {
             "–".to_string()
         } else {
-            format!("{:.1}%", 100.0 * ok as f64 / reps.len() as f64)
+            format!("{:.1}%", 100.0 * ok as f64 / replayed as f64)
         };
         let _ = writeln!(
             s,
-            "| {st} | {ok}/{} | {rate} | {} |",
-            reps.len(),
+            "| {st} | {ok}/{replayed} | {rate} | {timeouts} | {} |",
             paper_rate(st)
         );
     }
