@@ -144,7 +144,7 @@ enum Cmd {
         /// Programs to run, comma-separated (default: the suite and the bug programs of bench/programs/bugs.txt; with --quick: histogram,counter_race,prodcons).
         #[arg(long, value_delimiter = ',')]
         programs: Vec<String>,
-        /// Strategies to record with, comma-separated (default: every strategy, ownership, leap, aggreplay and tplay; ownership with --quick).
+        /// Strategies to record with, comma-separated, in table order (default: every strategy: leap, aggreplay, aggreplay+, tplay, tplay+, ownership; ownership with --quick).
         #[arg(long, value_enum, value_delimiter = ',')]
         strategies: Vec<options::Strategy>,
         /// Runs per configuration; tables show medians (default 5, 1 with --quick).

@@ -40,7 +40,7 @@ pub struct Recording {
     pub frames: u64,
     /// System calls caught by Syscall User Dispatch (number -> count).
     pub trapped: BTreeMap<u32, u64>,
-    /// The model strategy's log (JSON), for aggreplay and tplay.
+    /// The model strategy's log (`reprise_core::binlog`: postcard), for the model strategies.
     pub model_log: Vec<u8>,
     /// Events per kind (`reprise_proto::F_KINDS`), when the end was recorded.
     pub kinds: Option<[u64; KINDS]>,

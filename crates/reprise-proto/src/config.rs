@@ -40,7 +40,7 @@ pub struct ConfigHeader {
     pub thread_index_off: u64,
     /// The recorded end of the process (replay only).
     pub end: ProcessEnd,
-    /// Offset of the model strategy's recorded log (JSON), replay of aggreplay/tplay only.
+    /// Offset of the model strategy's recorded log (`reprise_core::binlog`), replay of the model strategies only.
     pub model_off: u64,
     /// Its length.
     pub model_len: u64,

@@ -16,7 +16,7 @@ pub const F_END: u8 = 3;
 pub const F_DIVERGE: u8 = 4;
 /// Frame tag: system calls caught by Syscall User Dispatch: `(u32 number, u32 count)*`.
 pub const F_STATS: u8 = 5;
-/// Frame tag: a piece of a model strategy's log (JSON bytes, concatenated in order).
+/// Frame tag: a piece of a model strategy's log (`reprise_core::binlog` bytes, concatenated in order).
 pub const F_MODEL: u8 = 6;
 /// Frame tag: events per kind over all threads, [`KINDS`] `u64` counts indexed by [`kind`];
 /// sent once at the process end.

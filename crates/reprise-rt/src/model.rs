@@ -15,6 +15,7 @@
 //! this loses join edges in atomicity-violation detection).
 #![allow(unsafe_code)]
 
+
 use crate::state::{self, Thread};
 use crate::sys;
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -22,7 +23,7 @@ use reprise_core::aggreplay::{AggrePlay, AggrePlayLog, AggrePlayRecorder, AggreP
 use reprise_core::aggreplay_plus::{AggrePlayPlus, AggrePlayPlusReplayer};
 use reprise_core::tplay::plus::{TplayPlusRecorder, TplayPlusReplayer};
 use reprise_core::tplay::{Tplay, TplayLog, TplayPlus, TplayPlusLog, TplayRecorder, TplayReplayer};
-use reprise_core::{Event, Op, Recorder, Replayer, Strategy};
+use reprise_core::{binlog, Event, Op, Recorder, Replayer, Strategy};
 use reprise_proto::*;
 
 /// Which model runs: 0 none (LEAP), 1 AggrePlay, 2 TPLAY, 3 AggrePlay+, 4 TPLAY+.
@@ -95,7 +96,7 @@ pub fn init(flags: u64, log: &[u8], replay: bool) -> Result<(), &'static str> {
         let corrupt = "the model log is corrupt";
         m.rep = Some(match which {
             1 | 3 => {
-                let l: AggrePlayLog = serde_json::from_slice(log).map_err(|_| corrupt)?;
+                let l: AggrePlayLog = binlog::decode(log).map_err(|_| corrupt)?;
                 if which == 1 {
                     Rep::Agg(AggrePlay.replayer(&l))
                 } else {
@@ -103,11 +104,11 @@ pub fn init(flags: u64, log: &[u8], replay: bool) -> Result<(), &'static str> {
                 }
             }
             2 => {
-                let l: TplayLog = serde_json::from_slice(log).map_err(|_| corrupt)?;
+                let l: TplayLog = binlog::decode(log).map_err(|_| corrupt)?;
                 Rep::Tp(Tplay.replayer(&l))
             }
             _ => {
-                let l: TplayPlusLog = serde_json::from_slice(log).map_err(|_| corrupt)?;
+                let l: TplayPlusLog = binlog::decode(log).map_err(|_| corrupt)?;
                 Rep::TpP(TplayPlus::default().replayer(&l))
             }
         });
@@ -311,10 +312,53 @@ fn wait_may(t: &Thread, op: &Op) {
     }
 }
 
+/// Replay: park `t` for good (G released) when its next event lies past its recorded final
+/// count (seed 001, 2.5: early termination), as LEAP's exhausted vectors and ownership's gate
+/// do. The models cannot say it: a thread still running when another ended the process (a
+/// detached thread, one main did not join) has events after its last logged one that the
+/// replayer may allow (AggrePlay: a read of a location with no logged write after it) or wait
+/// for forever; either way it must stop where the recording stopped, or its count, digest and
+/// final checkpoint differ from the recording's. Outside replay, or without a recorded end,
+/// nothing.
+fn park_past_end(t: &mut Thread) {
+    if !state::REPLAY.load(Ordering::Relaxed) {
+        return;
+    }
+    let end = &state::config().end;
+    if end.kind == END_UNKNOWN {
+        return;
+    }
+    let Some(ti) = state::thread_index(t.tid) else {
+        return;
+    };
+    let e = t.events.load(Ordering::Relaxed) + 1;
+    // The recording's faulting thread may fault inside the callback after its last counted
+    // event: let it run that callback.
+    let faulted_here = end.kind == END_FAULT && end.tid == t.tid && e == ti.final_events + 1;
+    if e > ti.final_events && !faulted_here {
+        if end.tid == t.tid {
+            // The recording's ending thread ended the process at its final count: one more
+            // event is a divergence (TPLAY does not order every read, so a spinning read loop
+            // may run longer), not a wait for an end that never comes.
+            crate::access::diverge(
+                t,
+                e,
+                format_args!(
+                    "thread {} diverged at event {e}: the recording ended the process after its event {}",
+                    t.tid, ti.final_events
+                ),
+            );
+        }
+        crate::ownership::set_free(t);
+        crate::leap::park_forever(t.tid, ST_AT_END);
+    }
+}
+
 /// One event: take G (released at the thread's next safe point), wait for the model's
 /// permission in replay, then tell the model. `op` is computed under G.
 pub fn event(t: &mut Thread, op: impl Fn() -> Op) {
     crate::leap::release_held(t);
+    park_past_end(t);
     lock_g();
     t.held = HELD_G;
     let o = op();
@@ -338,6 +382,7 @@ pub fn blocking_event<R>(t: &mut Thread, op: Op, f: impl FnOnce() -> R) -> R {
 /// The part of [`blocking_event`] before its blocking call (for a call made by the C shim).
 pub fn blocking_begin(t: &mut Thread, op: &Op) {
     crate::leap::release_held(t);
+    park_past_end(t);
     if state::REPLAY.load(Ordering::Relaxed) {
         lock_g();
         wait_may(t, op);
@@ -375,15 +420,15 @@ pub fn finish() {
     }
     lock_g();
     let m = models();
-    let json = match m.rec.take() {
-        Some(Rec::Agg(r)) => serde_json::to_vec(&r.finish()),
-        Some(Rec::Tp(r)) => serde_json::to_vec(&r.finish()),
-        Some(Rec::TpP(r)) => serde_json::to_vec(&r.finish()),
+    let bytes = match m.rec.take() {
+        Some(Rec::Agg(r)) => binlog::encode(&r.finish()),
+        Some(Rec::Tp(r)) => binlog::encode(&r.finish()),
+        Some(Rec::TpP(r)) => binlog::encode(&r.finish()),
         None => return,
     };
-    let Ok(json) = json else { return };
+    let Ok(bytes) = bytes else { return };
     let mut frame = [0u8; FRAME_HDR + 60000];
-    for piece in json.chunks(60000) {
+    for piece in bytes.chunks(60000) {
         put_frame_header(&mut frame, F_MODEL, piece.len());
         frame[FRAME_HDR..FRAME_HDR + piece.len()].copy_from_slice(piece);
         crate::channel::send(&frame[..FRAME_HDR + piece.len()]);

@@ -275,6 +275,7 @@ fn measure_trace(path: &Path) -> Result<TraceMeasure> {
         .len();
     let mut reader = reprise_trace::TraceReader::open(path)
         .with_context(|| format!("cannot open {}", path.display()))?;
+    let strategy = reader.header().strategy.clone();
     let mut rec = crate::recording::Recording::default();
     let mut gz = GzEncoder::new(ByteCounter(0), Compression::new(9));
     let (mut pending, mut event_bytes) = (Vec::new(), 0u64);
@@ -305,25 +306,19 @@ fn measure_trace(path: &Path) -> Result<TraceMeasure> {
         vector_runs: rec.vector_runs() as u64,
         threads: rec.nthreads(),
         kinds: rec.kinds,
-        tplay: tplay_stats(&rec.model_log),
+        tplay: tplay_stats(&strategy, &rec.model_log),
     })
 }
 
-/// TPLAY's statistics from its model log (the JSON `TplayLog`); None for other strategies.
-fn tplay_stats(log: &[u8]) -> Option<(u64, u64, u64)> {
-    // Typed, so the rest of a log of gigabytes is skipped, never built as a JSON tree (which
-    // took 21 GiB for one AggrePlay log and got the bench killed).
-    #[derive(serde::Deserialize)]
-    struct Stats {
-        transactions: u64,
-        interleavings: u64,
-        violations: u64,
+/// TPLAY's statistics from its model log (a `TplayLog`, `reprise_core::binlog`); None for
+/// other strategies.
+fn tplay_stats(strategy: &str, log: &[u8]) -> Option<(u64, u64, u64)> {
+    if strategy != "tplay" {
+        return None;
     }
-    #[derive(serde::Deserialize)]
-    struct Log {
-        stats: Option<Stats>,
-    }
-    let st = serde_json::from_slice::<Log>(log).ok()?.stats?;
+    let st = reprise_core::binlog::decode::<reprise_core::tplay::TplayLog>(log)
+        .ok()?
+        .stats;
     Some((st.transactions, st.interleavings, st.violations))
 }
 

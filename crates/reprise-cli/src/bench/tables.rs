@@ -200,7 +200,143 @@ pub(super) fn markdown(b: &Bench) -> String {
     }
     let _ = writeln!(s, "\n## Replay success (verified / runs)\n");
     b.per_strategy(&mut s, |p, st| replay_success(b.runs, &p.name, st));
+    success_summary(&mut s, b);
+    log_summary(&mut s, b);
     s
+}
+
+/// The replay probability each seed reports for its own strategy (its evaluation's headline).
+fn paper_rate(strategy: &str) -> &'static str {
+    match strategy {
+        "aggreplay" => "86.8% (seed 000)",
+        "tplay" => "96.6% (seed 003)",
+        "leap" => "100% (seed 001: deterministic)",
+        "aggreplay+" | "tplay+" | "ownership" => "– (must replay every run)",
+        _ => "–",
+    }
+}
+
+/// Replay success per strategy over every program, next to the seeds' reported rates.
+fn success_summary(s: &mut String, b: &Bench) {
+    let _ = writeln!(
+        s,
+        "\n## Replay success per strategy (all programs) against the papers\n"
+    );
+    let _ = writeln!(
+        s,
+        "A run whose record or replay was killed at `--timeout` counts as timed out, not as replayed.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| strategy | verified / replayed | rate | timed out | paper |\n|---|---:|---:|---:|---|"
+    );
+    for st in b.strategies {
+        if b.unavailable.contains_key(st) {
+            let _ = writeln!(s, "| {st} | unavailable | – | – | {} |", paper_rate(st));
+            continue;
+        }
+        let record_timed_out = |r: &Run| {
+            b.runs.iter().any(|x| {
+                x.config == "record"
+                    && x.timed_out
+                    && x.program == r.program
+                    && x.strategy == r.strategy
+                    && x.run == r.run
+            })
+        };
+        let (mut ok, mut replayed, mut timeouts) = (0, 0, 0);
+        for r in b.runs.iter().filter(|r| {
+            r.config == "replay" && r.strategy == *st && !r.note.starts_with("skipped")
+        }) {
+            if r.timed_out || record_timed_out(r) {
+                timeouts += 1;
+            } else {
+                replayed += 1;
+                ok += (r.verified == Some(true)) as usize;
+            }
+        }
+        let rate = if replayed == 0 {
+            "–".to_string()
+        } else {
+            format!("{:.1}%", 100.0 * ok as f64 / replayed as f64)
+        };
+        let _ = writeln!(
+            s,
+            "| {st} | {ok}/{replayed} | {rate} | {timeouts} | {} |",
+            paper_rate(st)
+        );
+    }
+}
+
+/// The strategy whose log a variant extends (`aggreplay+` -> `aggreplay`).
+fn seed_of(strategy: &str) -> Option<&str> {
+    strategy.strip_suffix('+')
+}
+
+/// Log sizes per strategy summed over the programs every listed strategy recorded, and the
+/// geometric mean of the per-program ratios against LEAP and (for a variant) its seed.
+fn log_summary(s: &mut String, b: &Bench) {
+    let _ = writeln!(
+        s,
+        "\n## Log size per strategy (KiB summed over the programs every strategy recorded; ratios: geometric means of per-program ratios)\n"
+    );
+    let size = |p: &str, st: &str, f: fn(&Run) -> Option<u64>| median_of(b.runs, p, st, f);
+    let zstd: fn(&Run) -> Option<u64> = |r| r.trace_bytes;
+    let gzip: fn(&Run) -> Option<u64> = |r| r.gzip9_bytes;
+    let listed: Vec<&String> = b
+        .strategies
+        .iter()
+        .filter(|st| !b.unavailable.contains_key(*st))
+        .collect();
+    let common: Vec<&Program> = b
+        .programs
+        .iter()
+        .filter(|p| {
+            listed
+                .iter()
+                .all(|st| size(&p.name, st, zstd).is_some() && size(&p.name, st, gzip).is_some())
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "{} of {} program(s) recorded by every strategy.\n",
+        common.len(),
+        b.programs.len()
+    );
+    let _ = writeln!(
+        s,
+        "| strategy | zstd (KiB) | gzip -9 (KiB) | zstd / leap | gzip -9 / leap | zstd / seed | gzip -9 / seed |\n|---|---:|---:|---:|---:|---:|---:|"
+    );
+    let geo = |st: &str, base: Option<&str>, f: fn(&Run) -> Option<u64>| -> String {
+        let Some(base) = base.filter(|x| listed.iter().any(|l| l.as_str() == *x)) else {
+            return "–".into();
+        };
+        let logs: Vec<f64> = common
+            .iter()
+            .filter_map(|p| ratio(size(&p.name, st, f), size(&p.name, base, f)))
+            .filter(|v| *v > 0.0)
+            .map(f64::ln)
+            .collect();
+        if logs.is_empty() {
+            return "–".into();
+        }
+        fmt_x(Some((logs.iter().sum::<f64>() / logs.len() as f64).exp()))
+    };
+    for st in &listed {
+        let sum = |f: fn(&Run) -> Option<u64>| -> f64 {
+            common.iter().filter_map(|p| size(&p.name, st, f)).sum()
+        };
+        let _ = writeln!(
+            s,
+            "| {st} | {} | {} | {} | {} | {} | {} |",
+            fmt_kib(Some(sum(zstd))),
+            fmt_kib(Some(sum(gzip))),
+            geo(st, Some("leap"), zstd),
+            geo(st, Some("leap"), gzip),
+            geo(st, seed_of(st), zstd),
+            geo(st, seed_of(st), gzip),
+        );
+    }
 }
 
 /// The title, what was run, and the unavailable strategies.

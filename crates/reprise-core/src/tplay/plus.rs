@@ -104,7 +104,9 @@ pub struct TplayPlusLog {
     pub checks: BTreeMap<ThreadId, Vec<Check>>,
     /// Acquiring threads per lock, in order.
     pub l: BTreeMap<LockId, Vec<ThreadId>>,
-    /// The seed's log (for comparisons; not part of the encoded size).
+    /// The seed's log (for comparisons; not part of the encoded size, nor of the log a
+    /// recording keeps: its replayer needs only the checks and `L_m`).
+    #[serde(skip)]
     pub seed: TplayLog,
     /// Counters.
     pub stats: PlusStats,
