@@ -129,7 +129,7 @@ pub fn load(path: &std::path::Path) -> Result<Loaded> {
         Recording::from_bytes(&ev)
             .map_err(|e| Fail(format!("{}: events are corrupt: {e}", path.display())))?
     };
-    let footer = footer.unwrap_or_else(|| reprise_trace::Footer {
+    let footer = footer.unwrap_or(reprise_trace::Footer {
         exit: match rec.end {
             Some((e, _)) if e.kind == reprise_proto::END_EXIT => {
                 reprise_trace::Exit::Exited(e.code)
