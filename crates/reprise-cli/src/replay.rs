@@ -245,6 +245,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     if hash != header.exe_hash {
         return fail(format!("{} changed since the recording (content hash {} now, {} recorded): rebuild it as it was or record again", exe.display(), hash, header.exe_hash));
     }
+    crate::libs::check(&header).map_err(Fail)?;
     let sync = header.extra.get("mode").is_some_and(|m| m == "sync");
     let preload = if sync {
         let so = crate::syncmode::runtime_shared().map_err(|e| Fail(format!("{e:#}")))?;

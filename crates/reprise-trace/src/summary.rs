@@ -99,6 +99,14 @@ impl fmt::Display for Summary {
             lossy(&h.exe_path),
             h.exe_hash
         )?;
+        match &h.libs {
+            Some(libs) => {
+                for (l, hash) in libs {
+                    writeln!(f, "library:     {} (hash {hash})", lossy(l))?;
+                }
+            }
+            None => writeln!(f, "libraries:   not listed (cannot be checked)")?,
+        }
         let argv: Vec<_> = h.argv.iter().map(|a| lossy(a).into_owned()).collect();
         writeln!(f, "argv:        {:?}", argv)?;
         writeln!(f, "cwd:         {}", lossy(&h.cwd))?;
