@@ -145,19 +145,7 @@ fn program_killed_from_outside_replays_to_the_cut() {
         .unwrap();
     // The recorded program is the recorder's child: kill it (and only it) after 400 ms.
     let pid = child.id();
-    let start = Instant::now();
-    let prog = loop {
-        let kids =
-            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-        if let Some(k) = kids.split_whitespace().next() {
-            break k.parse::<i32>().unwrap();
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "the program did not start"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let prog = program_child(pid, &bin);
     std::thread::sleep(Duration::from_millis(400));
     // SAFETY: sending SIGKILL to the program this test started (through the recorder).
     unsafe { libc::kill(prog, libc::SIGKILL) };
@@ -273,19 +261,7 @@ fn killed_recorder_replays_to_the_cut() {
         v
     });
     let pid = child.id() as i32;
-    let start = Instant::now();
-    let prog = loop {
-        let kids =
-            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-        if let Some(k) = kids.split_whitespace().next() {
-            break k.parse::<i32>().unwrap();
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "the program did not start"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let prog = program_child(pid as u32, &bin);
     // The recorder writes what it has every 250 ms: let it write a few times.
     std::thread::sleep(Duration::from_millis(1200));
     // SAFETY: sending SIGKILL to the recorder this test started.

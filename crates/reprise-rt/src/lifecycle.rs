@@ -138,14 +138,30 @@ fn final_checkpoint(t: &mut Thread) {
     }
 }
 
+/// The final checkpoint of the thread ending the process for a signal from outside: its
+/// pending access folded (see [`end_by_signal`]: one still unfolded was complete), its digest
+/// and count as they stand.
+fn outside_final(t: &mut Thread) {
+    access::fold_pending(t);
+    if t.final_claim
+        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        return;
+    }
+    let e = t.events.load(Ordering::Acquire);
+    if e % state::CHECKPOINT.load(Ordering::Relaxed) != 0 {
+        access::log_pair(t, R_DIGEST, e, t.digest);
+    }
+}
+
 /// The final checkpoint of a thread still alive when another ends the process, logged by the
 /// ending thread (`me`) once every other thread is stopped: its pending access folded (it is
 /// complete: the thread reached its next runtime entry and parked, or released its stripe, or
 /// is blocked outside the runtime), its digest and count as they stand. Record and replay stop
 /// each thread after the same last event, so both sides log the same pair and verification
-/// requires it. Not for an end from outside (which thread ends the process is the kernel's
-/// choice there).
-fn final_checkpoint_of_others(me: u32, n: u32) {
+/// requires it. For an end from outside too (every thread but `skip`: see [`end_by_signal`]).
+fn final_checkpoint_of_others(me: u32, n: u32, skip: u32) {
     // Replay: the others reached their recorded counts; let those still running reach their
     // next runtime entry (where they park), as `ownership::stop_all` does while recording.
     if state::REPLAY.load(Ordering::Relaxed) {
@@ -167,7 +183,8 @@ fn final_checkpoint_of_others(me: u32, n: u32) {
         }
     }
     for tid in 0..n {
-        if tid == me || state::status(tid).state.load(Ordering::SeqCst) == ST_EXITED {
+        if tid == me || tid == skip || state::status(tid).state.load(Ordering::SeqCst) == ST_EXITED
+        {
             continue;
         }
         // SAFETY: slot of a created thread, stopped (parked at its next entry, blocked, or
@@ -332,8 +349,24 @@ extern "C" fn on_fault(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_v
 /// `signals::terminator`): finish the trace, then die of the signal, as the process would
 /// have. `external`: the end belongs to no thread (the signal landed where the thread held
 /// nothing of the runtime's); otherwise it is this thread's, at its current runtime entry.
+///
+/// An end from outside takes every live thread's final checkpoint, as any other end does,
+/// except for the thread the signal interrupted in program code with an access pending: its
+/// access may or may not have happened (the callback precedes it), while in the replay every
+/// thread stands at its next runtime entry with that access done. That thread is named in
+/// the end (`ProcessEnd::addr` = its id + 1; 0: none), and the replay leaves the same thread
+/// without one, whichever thread the kernel gives the signal to there.
 pub fn end_by_signal(t: &mut Thread, sig: i32, external: bool) -> ! {
     crate::cancel::rt_on();
+    let skip = if !external {
+        0
+    } else if state::REPLAY.load(Ordering::Relaxed) {
+        state::config().end.addr
+    } else if t.pending_size != 0 {
+        t.tid as u64 + 1
+    } else {
+        0
+    };
     let end = ProcessEnd {
         kind: END_SIGNAL,
         tid: if external { END_TID_NONE } else { t.tid },
@@ -344,7 +377,7 @@ pub fn end_by_signal(t: &mut Thread, sig: i32, external: bool) -> ! {
         },
         code: sig,
         si_code: 0,
-        addr: 0,
+        addr: skip,
     };
     finish(t, end);
     die_of(sig)
@@ -415,10 +448,19 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     }
     state::status_header().finishing.store(1, Ordering::SeqCst);
     leap::release_held(t);
+    // An end from outside (a signal landing wherever its threads were) has its final
+    // checkpoints taken like any other, but in a cut-short recording's replay, ended by the
+    // launcher where the trace ends, where the recording has none.
+    let outside_finals = end.tid == END_TID_NONE
+        && end.kind == END_SIGNAL
+        && !(state::REPLAY.load(Ordering::Relaxed) && state::config().end.kind == END_CUT);
+    let skip = if outside_finals && end.addr != 0 {
+        (end.addr - 1) as u32
+    } else {
+        u32::MAX
+    };
     if !ENDED.with(|c| c.get()) && end.tid != END_TID_NONE {
-        // (An ended thread logged its final checkpoint at its end. A signal from outside
-        // lands in whichever thread the kernel picks, in the recording and again in the
-        // replay: that end belongs to no thread, and no thread logs a final checkpoint.)
+        // (An ended thread logged its final checkpoint at its end.)
         final_checkpoint(t);
     }
     let st = state::status(t.tid);
@@ -456,8 +498,13 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     }
     crate::model::finish();
     let n = state::NEXT_TID.load(Ordering::SeqCst);
-    if end.tid != END_TID_NONE {
-        final_checkpoint_of_others(t.tid, n);
+    if end.tid != END_TID_NONE || outside_finals {
+        final_checkpoint_of_others(t.tid, n, skip);
+    }
+    if outside_finals && skip != t.tid && !ENDED.with(|c| c.get()) {
+        // The thread the signal landed on, at its next runtime entry in the replay (its
+        // access done), blocked in a call, or in program code with no access pending.
+        outside_final(t);
     }
     // Every other thread is now parked or blocked outside the runtime: send all records.
     let mut frame = [0u8; FRAME_HDR + 32 + 12 * 64];
