@@ -187,21 +187,35 @@ fn final_checkpoint_of_others(me: u32, n: u32, skip: u32) {
         {
             continue;
         }
-        // SAFETY: slot of a created thread, stopped (parked at its next entry, blocked, or
-        // outside the runtime between accesses): the ending thread alone uses its digest and
-        // log now (the log has its own lock; the claim makes the final checkpoint once).
-        let other = unsafe { &mut *state::slot(tid) };
-        access::fold_pending(other);
-        if other
-            .final_claim
-            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-            .is_err()
-        {
-            continue;
-        }
-        let e = other.events.load(Ordering::Acquire);
+        let p = state::slot(tid);
+        // SAFETY: `p` is the slot of a created thread (mapped for every id), stopped: parked
+        // at its next runtime entry, blocked in a call, or outside the runtime between
+        // accesses, and it never touches its digest or pending access again (a parked thread
+        // stays parked; the others are ended by this thread's exit_group). So the ending
+        // thread alone reads and writes them now, through the raw pointer's fields: no
+        // reference to the other thread's `Thread` is made (its owner may hold one, suspended
+        // in its runtime call). `final_claim` and `events` are atomics reached by shared
+        // references to those fields alone; the pending access is complete (see above), its
+        // memory mapped (unmapping calls are runtime entries, which fold first).
+        let (digest, e) = unsafe {
+            if (*p).pending_size != 0 {
+                (*p).digest = access::mix(
+                    (*p).digest,
+                    access::value_at((*p).pending_addr, (*p).pending_size),
+                );
+                (*p).pending_size = 0;
+            }
+            let claim = &(*p).final_claim;
+            if claim
+                .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+            {
+                continue;
+            }
+            ((*p).digest, (*p).events.load(Ordering::Acquire))
+        };
         if e % state::CHECKPOINT.load(Ordering::Relaxed) != 0 {
-            access::log_pair(other, R_DIGEST, e, other.digest);
+            access::log_pair_of(tid, R_DIGEST, e, digest);
         }
     }
 }
@@ -214,7 +228,7 @@ std::thread_local! {
 
 /// The current thread returned from its start routine (or called pthread_exit).
 pub fn thread_end() {
-    let Some(e) = crate::entry::enter() else {
+    let Some(mut e) = crate::entry::enter() else {
         return;
     };
     ENDED.with(|c| c.set(true));
@@ -222,7 +236,7 @@ pub fn thread_end() {
     access::safe_point(t);
     crate::model::thread_exit(t);
     final_checkpoint(t);
-    access::flush_log(t);
+    access::flush_log(t.tid);
     let st = state::status(t.tid);
     st.events
         .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -260,7 +274,7 @@ extern "C" fn in_fork_child() {
 }
 
 extern "C" fn at_exit() {
-    let Some(e) = crate::entry::enter() else {
+    let Some(mut e) = crate::entry::enter() else {
         return;
     };
     let t = e.t();
@@ -518,20 +532,26 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
         crate::channel::send(&frame[..FRAME_HDR + 32 + finals * 12]);
     };
     for tid in 0..n {
-        // SAFETY: slot of a created thread; its log has its own lock, and its kind counters no
-        // longer change (every other thread is parked or outside the runtime now).
-        let other = unsafe { &mut *state::slot(tid) };
-        access::flush_log(other);
-        for (s, c) in kinds.iter_mut().zip(other.kinds.iter()) {
+        access::flush_log(tid);
+        let (their_kinds, events) = if tid == t.tid {
+            (t.kinds, t.events.load(Ordering::Relaxed))
+        } else {
+            let p = state::slot(tid);
+            // SAFETY: the slot of a created thread (mapped for every id); its kind counters
+            // no longer change (every other thread is parked or outside the runtime now) and
+            // are copied out through the raw pointer's field, `events` read through a shared
+            // reference to that atomic alone: no reference to its `Thread` is made.
+            unsafe { ((*p).kinds, (*p).events.load(Ordering::Relaxed)) }
+        };
+        for (s, c) in kinds.iter_mut().zip(their_kinds.iter()) {
             *s += c;
         }
         // Fast-path reads are the events no kind counted (`ownership::count_fast`).
-        let counted: u64 = other.kinds.iter().sum();
-        kinds[access::kind::READ as usize] +=
-            other.events.load(Ordering::Relaxed).saturating_sub(counted);
+        let counted: u64 = their_kinds.iter().sum();
+        kinds[access::kind::READ as usize] += events.saturating_sub(counted);
         let o = FRAME_HDR + 32 + finals * 12;
         frame[o..o + 4].copy_from_slice(&tid.to_le_bytes());
-        frame[o + 4..o + 12].copy_from_slice(&other.events.load(Ordering::Relaxed).to_le_bytes());
+        frame[o + 4..o + 12].copy_from_slice(&events.to_le_bytes());
         finals += 1;
         if finals == 64 {
             flush_finals(&mut frame, finals);

@@ -33,7 +33,7 @@ pub fn on_access(addr: usize, size: usize, k: u64) {
 /// start-up (the fast path above never consults it).
 #[inline(never)]
 fn slow_access(addr: usize, size: usize, k: u64) {
-    let Some(e) = enter() else { return };
+    let Some(mut e) = enter() else { return };
     let t = e.t();
     let size = size.max(1);
     match crate::state::strategy() {
@@ -73,7 +73,7 @@ fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R
             return r;
         }
     }
-    let Some(e) = enter() else { return op() };
+    let Some(mut e) = enter() else { return op() };
     let t = e.t();
     match crate::state::strategy() {
         Strategy::Ownership => {
@@ -340,7 +340,7 @@ fn ranged(dst: usize, src: usize, n: usize) {
     if n == 0 {
         return;
     }
-    let Some(e) = enter() else { return };
+    let Some(mut e) = enter() else { return };
     let t = e.t();
     match crate::state::strategy() {
         Strategy::Ownership => {
