@@ -322,6 +322,10 @@ fn outside_signal_final_checkpoints(strategy: &str) {
         checked >= 3,
         "{strategy}: only {checked} final checkpoints checked"
     );
+    assert!(
+        outside >= 1,
+        "{strategy}: the signal never ended the process from outside"
+    );
 }
 
 #[test]
