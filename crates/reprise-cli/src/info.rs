@@ -28,21 +28,27 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
         "strategy: {}   checkpoint every {} events",
         h.strategy, h.checkpoint_interval
     );
-    if s.is_complete() {
-        if let Ok(crate::replay::Loaded {
-            rec,
-            stdout: out,
-            stderr: err,
-            footer,
-            ..
-        }) = crate::replay::load(&path)
-        {
-            let events = if rec.end.is_some() {
+    if s.is_complete() || s.is_interrupted() {
+        if let Ok(loaded) = crate::replay::load(&path) {
+            let why_cut = loaded.cut_reason();
+            let crate::replay::Loaded {
+                rec,
+                stdout: out,
+                stderr: err,
+                footer,
+                interrupted,
+                ..
+            } = loaded;
+            let events = if rec.end.is_some() && !interrupted {
                 rec.total_events().to_string()
             } else {
+                let saw = if rec.end.is_some() {
+                    "the runtime saw the process end, but the recorder did not finish the trace"
+                } else {
+                    "the runtime did not see the process end"
+                };
                 println!(
-                    "recording: cut short ({}): the runtime did not see the process end; the trace holds what was sent before the cut, and a replay checks it up to there",
-                    crate::replay::cut_reason(&footer.exit)
+                    "recording: cut short ({why_cut}): {saw}; the trace holds what was sent before the cut, and a replay checks it up to there"
                 );
                 format!(
                     "at least {} (as far as the trace goes)",
@@ -65,13 +71,22 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
                     rec.vector_runs()
                 );
             }
-            println!(
-                "stdout: {} bytes   stderr: {} bytes   exit: {}   wall: {:.3}s",
-                out.len(),
-                err.len(),
-                footer.exit,
-                footer.wall_ns as f64 / 1e9
-            );
+            if interrupted {
+                println!(
+                    "stdout: {} bytes   stderr: {} bytes (as far as the trace goes)   exit: {} (inferred: the trace has no footer)   wall: unknown",
+                    out.len(),
+                    err.len(),
+                    footer.exit,
+                );
+            } else {
+                println!(
+                    "stdout: {} bytes   stderr: {} bytes   exit: {}   wall: {:.3}s",
+                    out.len(),
+                    err.len(),
+                    footer.exit,
+                    footer.wall_ns as f64 / 1e9
+                );
+            }
             if let Some((end, _)) = &rec.end {
                 let mut fault = String::new();
                 if end.kind == reprise_proto::END_FAULT {

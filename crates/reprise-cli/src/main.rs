@@ -9,6 +9,7 @@ mod bench;
 mod cc;
 mod info;
 mod launch;
+mod libs;
 mod options;
 mod record;
 mod recording;

@@ -314,7 +314,15 @@ fn record_one(o: &RecordOpts, announce: bool, notice: bool) -> Result<Run> {
             b
         })
         .collect();
+    let libs = match crate::libs::resolve(&exe, &cwd, &env) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            eprintln!("reprise: warning: cannot list the shared libraries of {} ({e:#}): a replay cannot check them", exe.display());
+            None
+        }
+    };
     let header = Header {
+        libs,
         format_version: reprise_trace::TRACE_VERSION,
         runtime_version: env!("CARGO_PKG_VERSION").into(),
         strategy: strategy.name().to_string(),

@@ -77,16 +77,39 @@ pub struct Loaded {
     pub stdout: Vec<u8>,
     /// The program's recorded stderr.
     pub stderr: Vec<u8>,
-    /// The footer: how the recording ended.
+    /// The footer: how the recording ended. For a trace without one (the recorder was
+    /// killed), what the trace implies: the program's recorded end if the runtime saw it,
+    /// otherwise SIGKILL, which the program got when its recorder died (PR_SET_PDEATHSIG).
     pub footer: reprise_trace::Footer,
+    /// The trace has no footer: the recorder was killed while recording (its last frame,
+    /// if torn, was ignored). It replays as cut short.
+    pub interrupted: bool,
 }
 
-/// Load a trace fully: header, decoded recording, outputs, footer.
+impl Loaded {
+    /// Why the recording is cut short, for `info` and the replay's verdict.
+    pub fn cut_reason(&self) -> String {
+        if !self.interrupted {
+            return cut_reason(&self.footer.exit);
+        }
+        match self.rec.end {
+            None => "the recorder was killed, and the program with it by SIGKILL; the trace has no footer".into(),
+            Some(_) => format!(
+                "the recorder was killed after the program {}; the trace has no footer",
+                self.footer.exit
+            ),
+        }
+    }
+}
+
+/// Load a trace fully: header, decoded recording, outputs, footer. A trace whose recorder was
+/// killed (no footer, the last frame perhaps torn) loads as far as its intact frames go.
 pub fn load(path: &std::path::Path) -> Result<Loaded> {
     let reader = TraceReader::open(path).map_err(|e| Fail(format!("{}: {e}", path.display())))?;
     let (header, chunks, footer) = reader
-        .read_all()
+        .read_salvaged()
         .map_err(|e| Fail(format!("{}: {e}", path.display())))?;
+    let interrupted = footer.is_none();
     let (mut ev, mut out, mut err) = (Vec::new(), Vec::new(), Vec::new());
     for c in chunks {
         match c.kind {
@@ -95,14 +118,41 @@ pub fn load(path: &std::path::Path) -> Result<Loaded> {
             ChunkKind::Stderr => err.extend_from_slice(&c.data),
         }
     }
-    let rec = Recording::from_bytes(&ev)
-        .map_err(|e| Fail(format!("{}: events are corrupt: {e}", path.display())))?;
+    let rec = if interrupted {
+        // The recorder wrote the event stream in pieces as it came: the last piece may end
+        // inside a runtime frame, whose beginning is all there is.
+        let mut rec = Recording::default();
+        rec.feed(&ev)
+            .map_err(|e| Fail(format!("{}: events are corrupt: {e}", path.display())))?;
+        rec
+    } else {
+        Recording::from_bytes(&ev)
+            .map_err(|e| Fail(format!("{}: events are corrupt: {e}", path.display())))?
+    };
+    let footer = footer.unwrap_or(reprise_trace::Footer {
+        exit: match rec.end {
+            Some((e, _)) if e.kind == reprise_proto::END_EXIT => {
+                reprise_trace::Exit::Exited(e.code)
+            }
+            Some((e, _))
+                if e.kind == reprise_proto::END_SIGNAL || e.kind == reprise_proto::END_FAULT =>
+            {
+                reprise_trace::Exit::Signaled(e.code)
+            }
+            _ => reprise_trace::Exit::Signaled(libc::SIGKILL),
+        },
+        wall_ns: 0,
+        chunks: 0,
+        raw_bytes: 0,
+        deadlock: None,
+    });
     Ok(Loaded {
         header,
         rec,
         stdout: out,
         stderr: err,
         footer,
+        interrupted,
     })
 }
 
@@ -144,13 +194,21 @@ pub fn signal_name(s: i32) -> String {
 /// Replay; returns the shell status to exit with.
 pub fn replay(o: ReplayOpts) -> Result<i32> {
     let path = crate::tracedir::resolve(o.trace.clone())?;
+    let loaded = load(&path)?;
+    let why_cut = loaded.cut_reason();
     let Loaded {
         header,
         rec,
         stdout: out,
         stderr: err,
         footer,
-    } = load(&path)?;
+        interrupted,
+    } = loaded;
+    if rec.frames == 0 && interrupted {
+        return fail(
+            "the trace ends without its footer before any runtime events: its recorder was killed before it wrote them, so there is nothing to replay",
+        );
+    }
     if rec.frames == 0 {
         return fail(
             "the trace holds no runtime events: the program was not built with `reprise cc`",
@@ -187,6 +245,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     if hash != header.exe_hash {
         return fail(format!("{} changed since the recording (content hash {} now, {} recorded): rebuild it as it was or record again", exe.display(), hash, header.exe_hash));
     }
+    crate::libs::check(&header).map_err(Fail)?;
     let sync = header.extra.get("mode").is_some_and(|m| m == "sync");
     let preload = if sync {
         let so = crate::syncmode::runtime_shared().map_err(|e| Fail(format!("{e:#}")))?;
@@ -202,7 +261,9 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     };
     // A recording cut short (the program killed by SIGKILL, `_exit`, exec): the runtime never
     // saw its end. Replay it as far as the trace goes and check everything up to there.
-    let cut = rec.end.is_none();
+    // So is one whose recorder was killed (no footer): its last frames, output included, may
+    // be missing even if the runtime saw the end.
+    let cut = rec.end.is_none() || interrupted;
     let cut_rec;
     let rec = if cut {
         cut_rec = rec.as_cut(libc::SIGTERM);
@@ -286,7 +347,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
             exit: &ended.exit,
         };
         if cut {
-            return Ok(match verify::compare_cut(&a, &b) {
+            return Ok(match verify::compare_cut(&a, &b, interrupted) {
                 Ok(v) => Ok((sink, Some(v))),
                 Err(why) => Err(format!("replay diverged: {why}")),
             });
@@ -343,7 +404,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     if let Some(v) = cut_verified {
         eprintln!(
             "reprise: replay verified up to the end of the recording ({}): {} events, {} threads, {} of {} output bytes",
-            cut_reason(&footer.exit),
+            why_cut,
             v.events,
             rec.nthreads(),
             v.out.0,

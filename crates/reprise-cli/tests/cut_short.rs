@@ -32,6 +32,12 @@ fn replay_cut(w: &Work, r: &Recorded) -> (u64, u64) {
 }
 
 fn replay_cut_as(w: &Work, r: &Recorded, why: &str) -> (u64, u64) {
+    replay_cut_full(w, r, why, false)
+}
+
+/// `output_cut`: the recorder was killed, so its trace's output is cut too, maybe before the
+/// events: the replay's output and the recorded one agree as far as both go.
+fn replay_cut_full(w: &Work, r: &Recorded, why: &str, output_cut: bool) -> (u64, u64) {
     let mut c = w.cmd();
     c.arg("replay").arg(&r.trace);
     let o = run_limited(c, Duration::from_secs(120));
@@ -47,15 +53,25 @@ fn replay_cut_as(w: &Work, r: &Recorded, why: &str) -> (u64, u64) {
             )
         });
     assert_eq!(shell_status(&o), r.status, "{err}");
-    assert!(
-        r.stdout.starts_with(&o.stdout),
-        "the replay's output is not the recording's"
-    );
     // "<E> events, <T> threads, <K> of <N> output bytes"
     let f: Vec<&str> = line[lead.len()..].split_whitespace().collect();
     let events: u64 = f[0].parse().unwrap();
     let bytes: u64 = f[4].parse().unwrap();
-    assert_eq!(bytes, o.stdout.len() as u64);
+    if output_cut {
+        let n = r.stdout.len().min(o.stdout.len());
+        assert_eq!(
+            r.stdout[..n],
+            o.stdout[..n],
+            "the replay's output is not the recording's"
+        );
+        assert!(bytes <= n as u64, "{bytes} bytes compared of {n}");
+    } else {
+        assert!(
+            r.stdout.starts_with(&o.stdout),
+            "the replay's output is not the recording's"
+        );
+        assert_eq!(bytes, o.stdout.len() as u64);
+    }
     (events, bytes)
 }
 
@@ -129,19 +145,7 @@ fn program_killed_from_outside_replays_to_the_cut() {
         .unwrap();
     // The recorded program is the recorder's child: kill it (and only it) after 400 ms.
     let pid = child.id();
-    let start = Instant::now();
-    let prog = loop {
-        let kids =
-            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-        if let Some(k) = kids.split_whitespace().next() {
-            break k.parse::<i32>().unwrap();
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "the program did not start"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let prog = program_child(pid, &bin);
     std::thread::sleep(Duration::from_millis(400));
     // SAFETY: sending SIGKILL to the program this test started (through the recorder).
     unsafe { libc::kill(prog, libc::SIGKILL) };
@@ -207,4 +211,123 @@ fn write(
         t.write_chunk(c.kind, &c.data).unwrap();
     }
     t.finish(footer).unwrap();
+}
+
+const RECORDER_KILLED: &str =
+    "the recorder was killed, and the program with it by SIGKILL; the trace has no footer";
+
+/// Whether process `pid` is gone (or a zombie waiting to be reaped).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(s) => s
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+/// `reprise record` itself killed with SIGKILL while the program runs: the program dies with
+/// it (it never runs on unrecorded), the trace has no footer and perhaps a torn last frame;
+/// `info` says so, and the replay goes to where the trace ends, verified, exit 137.
+#[test]
+fn killed_recorder_replays_to_the_cut() {
+    use std::io::Read;
+    let p = killed();
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let t = w.path("recorder-killed.trace");
+    let mut c = w.cmd();
+    c.arg("record")
+        .arg("-o")
+        .arg(&t)
+        .arg("--")
+        .arg(format!("./{bin}"));
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let t1 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        so.read_to_end(&mut v).ok();
+        v
+    });
+    let t2 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        se.read_to_end(&mut v).ok();
+        v
+    });
+    let pid = child.id() as i32;
+    let prog = program_child(pid as u32, &bin);
+    // The recorder writes what it has every 250 ms: let it write a few times.
+    std::thread::sleep(Duration::from_millis(1200));
+    // SAFETY: sending SIGKILL to the recorder this test started.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the recorder did not die"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // The program does not run on unrecorded: it dies with its recorder.
+    while !gone(prog) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the program outlived its killed recorder"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = std::process::Output {
+        status,
+        stdout: t1.join().unwrap(),
+        stderr: t2.join().unwrap(),
+    };
+    assert_eq!(shell_status(&o), 137);
+    let r = Recorded {
+        trace: t.clone(),
+        stdout: o.stdout.clone(),
+        stderr: vec![],
+        status: 137,
+    };
+    // A trace without its footer: `info` says why, and how far it goes.
+    let io = w.cmd().arg("info").arg(&t).output().unwrap();
+    let out = String::from_utf8_lossy(&io.stdout);
+    assert!(io.status.success(), "{out}");
+    assert!(
+        out.contains(&format!("recording: cut short ({RECORDER_KILLED})")),
+        "{out}"
+    );
+    assert!(out.contains("status:      interrupted: "), "{out}");
+    assert!(out.contains("events: at least "), "{out}");
+    assert!(!out.contains("events: at least 0 "), "{out}");
+    let (events, bytes) = replay_cut_full(&w, &r, RECORDER_KILLED, true);
+    assert!(events > 1000, "only {events} events replayed");
+    assert!(bytes > 0, "no output replayed");
+
+    // The recorder killed while writing a frame: the torn frame is ignored.
+    let whole = std::fs::read(&t).unwrap();
+    let torn = w.path("torn.trace");
+    std::fs::write(&torn, &whole[..whole.len() - 7]).unwrap();
+    let r = Recorded {
+        trace: torn.clone(),
+        ..r
+    };
+    let (torn_events, _) = replay_cut_full(&w, &r, RECORDER_KILLED, true);
+    assert!(torn_events > 1000, "only {torn_events} events replayed");
+    // A damaged frame before the end is still an error, not a cut.
+    let mut bad = whole.clone();
+    let mid = whole.len() / 2;
+    bad[mid] ^= 0x40;
+    let damaged = w.path("damaged.trace");
+    std::fs::write(&damaged, &bad).unwrap();
+    let why = replay_rejected(&w, &damaged);
+    assert!(why.contains("corrupt"), "{why}");
 }

@@ -184,3 +184,156 @@ fn ranged_access_digests_all_its_bytes() {
         );
     }
 }
+
+/// killed.c run without arguments until SIGTERM from outside, sent to the program (not the
+/// recorder) after 400 ms: its three threads are alive when the signal ends the process. Every
+/// one of them but the one the signal interrupted with an access pending (named in the end's
+/// `addr` as its id + 1) has a final checkpoint at its final count; the replay is verified
+/// (exit 143) and rejects a changed final digest of a thread the signal did not land on.
+fn outside_signal_final_checkpoints(strategy: &str) {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let p = Program {
+        name: "killed".into(),
+        source: root().join("tests/programs/killed.c"),
+        cplusplus: false,
+        racy: true,
+        crashes: false,
+        clock: false,
+        args: vec![],
+    };
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let mut checked = 0;
+    let mut outside = 0;
+    for k in 0..3 {
+        let t = w.path(&format!("term{k}.trace"));
+        let mut c = w.cmd();
+        c.arg("record")
+            .args(["--strategy", strategy])
+            .arg("-o")
+            .arg(&t)
+            .arg("--")
+            .arg(format!("./{bin}"));
+        let child = c
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let prog = program_child(pid, &bin);
+        std::thread::sleep(Duration::from_millis(400));
+        // SAFETY: signalling the program this test started (through the recorder).
+        unsafe { libc::kill(prog, libc::SIGTERM) };
+        // The program dies of it at once (killed.c runs up to 60 s): bounded by the watchdog
+        // below, not by the program.
+        let waiter = std::thread::spawn(move || child.wait_with_output().unwrap());
+        let start = Instant::now();
+        while !waiter.is_finished() {
+            if start.elapsed() > Duration::from_secs(30) {
+                let mut threads = String::new();
+                for t in std::fs::read_dir(format!("/proc/{prog}/task"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                {
+                    let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                    let wchan = std::fs::read_to_string(t.path().join("wchan")).unwrap_or_default();
+                    threads.push_str(&format!("{stat} {wchan}\n"));
+                }
+                // SAFETY: ending the program this test started.
+                unsafe { libc::kill(prog, libc::SIGKILL) };
+                panic!("{strategy}: the recording did not end after SIGTERM:\n{threads}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let o = waiter.join().unwrap();
+        let r = recorded(t, &o);
+        assert_eq!(r.status, 143, "{}", String::from_utf8_lossy(&o.stderr));
+        let frames = frames_of(&r.trace);
+        let end = frames
+            .iter()
+            .find_map(|f| match f {
+                Frame::End { end, .. } => Some(*end),
+                _ => None,
+            })
+            .expect("no end");
+        assert_eq!(end.kind, reprise_proto::END_SIGNAL);
+        // The signal landed on a thread busy inside the runtime: deferred to its next entry,
+        // a recorded delivery, the end is that thread's (its finals are taken as for any
+        // thread's end). Otherwise the end is from outside, belonging to no thread.
+        let skip = if end.tid == reprise_proto::END_TID_NONE {
+            outside += 1;
+            end.addr.checked_sub(1).map(|s| s as u32)
+        } else {
+            None
+        };
+        let (finals, digests) = finals_and_digests(&frames);
+        assert_eq!(finals.len(), 3, "{strategy}: {finals:?}");
+        for (tid, e) in &finals {
+            if *e == 0 || e % 4096 == 0 || Some(*tid) == skip {
+                continue;
+            }
+            let last = digests.get(tid).and_then(|d| d.last()).copied();
+            assert_eq!(
+                last.map(|(ev, _)| ev),
+                Some(*e),
+                "{strategy}: thread {tid} was alive at event {e} without a final checkpoint there"
+            );
+            checked += 1;
+        }
+        replay_verified(&w, &r, How::Plain);
+        // A changed final digest of a thread the signal did not land on is named.
+        let Some((&tid, &e)) = finals
+            .iter()
+            .find(|(t, e)| Some(**t) != skip && **e % 4096 != 0)
+        else {
+            continue;
+        };
+        let mut changed = frames.clone();
+        let mut done = false;
+        for f in changed.iter_mut().rev() {
+            if let Frame::Thread { tid: ft, records } = f {
+                if *ft != tid {
+                    continue;
+                }
+                if let Some(Record::Digest(d)) = records
+                    .iter_mut()
+                    .rev()
+                    .find(|r| matches!(r, Record::Digest(d) if d.event == e))
+                {
+                    d.value ^= 1;
+                    done = true;
+                    break;
+                }
+            }
+        }
+        assert!(done);
+        let dst = w.path(&format!("term-changed{k}.trace"));
+        rewrite(&r.trace, &dst, &changed);
+        let why = replay_rejected(&w, &dst);
+        assert!(
+            why.contains(&format!("thread {tid} diverged")) && why.contains(&format!("event {e}")),
+            "{strategy}: the reason does not name thread {tid}'s final checkpoint: {why}"
+        );
+    }
+    assert!(
+        checked >= 3,
+        "{strategy}: only {checked} final checkpoints checked"
+    );
+    assert!(
+        outside >= 1,
+        "{strategy}: the signal never ended the process from outside"
+    );
+}
+
+#[test]
+fn outside_signal_final_checkpoints_ownership() {
+    outside_signal_final_checkpoints("ownership");
+}
+
+#[test]
+fn outside_signal_final_checkpoints_leap() {
+    outside_signal_final_checkpoints("leap");
+}

@@ -207,34 +207,40 @@ pub fn diverge(t: &Thread, e: u64, msg: core::fmt::Arguments<'_>) -> ! {
 }
 
 /// Append a 16-byte record to the thread's log, flushing it when full.
-pub fn log_pair(t: &mut Thread, tag: u8, a: u64, b: u64) {
-    lock_log(t);
-    if t.log_len + 17 > LOG_BUF - FRAME_HDR - 4 {
-        flush_log_locked(t);
-    }
-    let o = FRAME_HDR + 4 + t.log_len;
-    t.log[o] = tag;
-    t.log[o + 1..o + 9].copy_from_slice(&a.to_le_bytes());
-    t.log[o + 9..o + 17].copy_from_slice(&b.to_le_bytes());
-    t.log_len += 17;
-    unlock_log(t);
+pub fn log_pair(t: &Thread, tag: u8, a: u64, b: u64) {
+    log_pair_of(t.tid, tag, a, b)
+}
+
+/// [`log_pair`] into thread `tid`'s log (the ending thread logs the others' final checkpoints).
+pub fn log_pair_of(tid: u32, tag: u8, a: u64, b: u64) {
+    state::log(tid).with(|l| {
+        if l.len + 17 > LOG_BUF - FRAME_HDR - 4 {
+            flush_log_locked(tid, l);
+        }
+        let o = FRAME_HDR + 4 + l.len;
+        l.bytes[o] = tag;
+        l.bytes[o + 1..o + 9].copy_from_slice(&a.to_le_bytes());
+        l.bytes[o + 9..o + 17].copy_from_slice(&b.to_le_bytes());
+        l.len += 17;
+    });
 }
 
 /// Log input bytes read at the current event (split into records of at most DATA_MAX).
-pub fn log_data(t: &mut Thread, bytes: &[u8]) {
+pub fn log_data(t: &Thread, bytes: &[u8]) {
     let e = t.events.load(Ordering::Relaxed);
+    let tid = t.tid;
     for chunk in bytes.chunks(DATA_MAX) {
-        lock_log(t);
-        if t.log_len + 13 + chunk.len() > LOG_BUF - FRAME_HDR - 4 {
-            flush_log_locked(t);
-        }
-        let o = FRAME_HDR + 4 + t.log_len;
-        t.log[o] = R_DATA;
-        t.log[o + 1..o + 9].copy_from_slice(&e.to_le_bytes());
-        t.log[o + 9..o + 13].copy_from_slice(&(chunk.len() as u32).to_le_bytes());
-        t.log[o + 13..o + 13 + chunk.len()].copy_from_slice(chunk);
-        t.log_len += 13 + chunk.len();
-        unlock_log(t);
+        state::log(tid).with(|l| {
+            if l.len + 13 + chunk.len() > LOG_BUF - FRAME_HDR - 4 {
+                flush_log_locked(tid, l);
+            }
+            let o = FRAME_HDR + 4 + l.len;
+            l.bytes[o] = R_DATA;
+            l.bytes[o + 1..o + 9].copy_from_slice(&e.to_le_bytes());
+            l.bytes[o + 9..o + 13].copy_from_slice(&(chunk.len() as u32).to_le_bytes());
+            l.bytes[o + 13..o + 13 + chunk.len()].copy_from_slice(chunk);
+            l.len += 13 + chunk.len();
+        });
     }
 }
 
@@ -274,47 +280,31 @@ pub fn take_data(t: &mut Thread, out: &mut [u8]) {
 }
 
 /// Append the thread-start record.
-pub fn log_start(t: &mut Thread) {
-    lock_log(t);
-    let o = FRAME_HDR + 4 + t.log_len;
-    t.log[o] = R_START;
-    t.log[o + 1..o + 5].copy_from_slice(&t.parent.to_le_bytes());
-    t.log[o + 5..o + 9].copy_from_slice(&t.nth.to_le_bytes());
-    t.log_len += 9;
-    unlock_log(t);
+pub fn log_start(t: &Thread) {
+    let (parent, nth) = (t.parent, t.nth);
+    state::log(t.tid).with(|l| {
+        let o = FRAME_HDR + 4 + l.len;
+        l.bytes[o] = R_START;
+        l.bytes[o + 1..o + 5].copy_from_slice(&parent.to_le_bytes());
+        l.bytes[o + 5..o + 9].copy_from_slice(&nth.to_le_bytes());
+        l.len += 9;
+    });
 }
 
-fn lock_log(t: &Thread) {
-    while t
-        .log_lock
-        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        core::hint::spin_loop();
-    }
-}
-
-fn unlock_log(t: &Thread) {
-    t.log_lock.store(0, Ordering::Release);
-}
-
-fn flush_log_locked(t: &mut Thread) {
-    if t.log_len == 0 {
+fn flush_log_locked(tid: u32, l: &mut state::LogBuf) {
+    if l.len == 0 {
         return;
     }
-    let n = 4 + t.log_len;
-    put_frame_header(&mut t.log, F_THREAD, n);
-    let tid = t.tid;
-    t.log[5..9].copy_from_slice(&tid.to_le_bytes());
-    crate::channel::send(&t.log[..FRAME_HDR + n]);
-    t.log_len = 0;
+    let n = 4 + l.len;
+    put_frame_header(&mut l.bytes, F_THREAD, n);
+    l.bytes[5..9].copy_from_slice(&tid.to_le_bytes());
+    crate::channel::send(&l.bytes[..FRAME_HDR + n]);
+    l.len = 0;
 }
 
 /// Send the thread's buffered records.
-pub fn flush_log(t: &mut Thread) {
-    lock_log(t);
-    flush_log_locked(t);
-    unlock_log(t);
+pub fn flush_log(tid: u32) {
+    state::log(tid).with(|l| flush_log_locked(tid, l));
 }
 
 /// A nondeterministic result: recorded while recording; returned from the trace in replay.

@@ -15,7 +15,7 @@ use reprise_proto::*;
 
 #[export_name = "reprise_pthread_barrier_wait"]
 pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_int {
-    let Some(e) = enter() else {
+    let Some(mut e) = enter() else {
         return unsafe { real::pthread_barrier_wait(b) };
     };
     let t = e.t();
@@ -29,7 +29,7 @@ pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_in
 
 #[export_name = "reprise_pthread_once"]
 pub unsafe extern "C" fn pthread_once(o: *mut c_int, f: extern "C" fn()) -> c_int {
-    let Some(e) = enter() else {
+    let Some(mut e) = enter() else {
         return unsafe { real::pthread_once(o, f) };
     };
     let t = e.t();
@@ -51,7 +51,9 @@ unsafe fn set_errno(v: c_int) {
 }
 
 unsafe fn sem_acquire(s: *mut sem_t, attempt: impl FnOnce() -> c_int) -> c_int {
-    let Some(e) = enter() else { return attempt() };
+    let Some(mut e) = enter() else {
+        return attempt();
+    };
     let t = e.t();
     access::safe_point(t);
     if replaying() {
@@ -97,7 +99,9 @@ pub unsafe extern "C" fn sem_trywait(s: *mut sem_t) -> c_int {
 /// `s` is the caller's semaphore; `out` is writable.
 #[no_mangle]
 pub unsafe extern "C" fn reprise_sem_wait_pre(s: *mut sem_t, out: *mut c_int) -> c_int {
-    let Some(e) = enter() else { return PRE_NATIVE };
+    let Some(mut e) = enter() else {
+        return PRE_NATIVE;
+    };
     let t = e.t();
     access::safe_point(t);
     if !replaying() {
@@ -136,7 +140,7 @@ pub extern "C" fn reprise_sem_wait_post(s: *mut sem_t, r: c_int) -> c_int {
     } else {
         unsafe { *libc::__errno_location() }
     };
-    let Some(g) = resume() else { return r };
+    let Some(mut g) = resume() else { return r };
     let t = g.t();
     block_end(t);
     access::result(t, Some(err as u32 as u64));
@@ -149,7 +153,7 @@ pub extern "C" fn reprise_sem_wait_post(s: *mut sem_t, r: c_int) -> c_int {
 }
 #[export_name = "reprise_sem_post"]
 pub unsafe extern "C" fn sem_post(s: *mut sem_t) -> c_int {
-    let Some(e) = enter() else {
+    let Some(mut e) = enter() else {
         return unsafe { real::sem_post(s) };
     };
     let t = e.t();

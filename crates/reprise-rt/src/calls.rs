@@ -22,7 +22,7 @@ fn replaying() -> bool {
 /// 0 when the runtime is not active for this call.
 #[no_mangle]
 pub extern "C" fn reprise_ordered(obj: *const c_void) -> c_int {
-    let Some(e) = enter() else { return 0 };
+    let Some(mut e) = enter() else { return 0 };
     let t = e.t();
     access::safe_point(t);
     crate::sync::take_obj(t, obj, kind::STDIO);
@@ -33,7 +33,7 @@ pub extern "C" fn reprise_ordered(obj: *const c_void) -> c_int {
 /// A safe point (the previous access is complete; release its turn).
 #[no_mangle]
 pub extern "C" fn reprise_safe_point() {
-    if let Some(e) = enter() {
+    if let Some(mut e) = enter() {
         access::safe_point(e.t());
         // The caller (the C shim) performs uninstrumented libc work, possibly blocking, before
         // the program's next callback: ownership requests are granted meanwhile.
@@ -54,7 +54,7 @@ pub extern "C" fn reprise_active() -> c_int {
 /// An input: recorded while recording, given back from the trace in replay.
 #[no_mangle]
 pub extern "C" fn reprise_input(live: u64) -> u64 {
-    let Some(e) = enter() else { return live };
+    let Some(mut e) = enter() else { return live };
     let t = e.t();
     access::fold_pending(t);
     access::result(t, if replaying() { None } else { Some(live) })
@@ -70,7 +70,7 @@ pub extern "C" fn reprise_input(live: u64) -> u64 {
 /// `out` is writable.
 #[no_mangle]
 pub unsafe extern "C" fn reprise_sleep_pre(out: *mut u64) -> c_int {
-    let Some(e) = enter() else {
+    let Some(mut e) = enter() else {
         return crate::sync::PRE_NATIVE;
     };
     let t = e.t();
@@ -93,14 +93,14 @@ pub unsafe extern "C" fn reprise_sleep_pre(out: *mut u64) -> c_int {
 #[no_mangle]
 pub extern "C" fn reprise_sleep_post(outcome: u64) {
     let _e = crate::sys::ErrnoGuard::new();
-    if let Some(g) = crate::sync::resume() {
+    if let Some(mut g) = crate::sync::resume() {
         access::result(g.t(), Some(outcome));
     }
 }
 
 #[export_name = "reprise_sched_yield"]
 pub unsafe extern "C" fn sched_yield() -> c_int {
-    if let Some(e) = enter() {
+    if let Some(mut e) = enter() {
         access::safe_point(e.t());
         access::jitter(e.t());
     }
@@ -130,7 +130,7 @@ pub extern "C" fn reprise_io_replaying() -> c_int {
 /// `what` is a NUL-terminated string (the C shim passes a literal).
 #[no_mangle]
 pub unsafe extern "C" fn reprise_io_check(live: u64, what: *const core::ffi::c_char) -> u64 {
-    let Some(e) = enter() else { return live };
+    let Some(mut e) = enter() else { return live };
     let t = e.t();
     access::fold_pending(t);
     if replaying() {
@@ -162,7 +162,7 @@ pub unsafe extern "C" fn reprise_io_data(buf: *mut u8, len: usize) {
     if len == 0 {
         return;
     }
-    let Some(e) = enter() else { return };
+    let Some(mut e) = enter() else { return };
     let t = e.t();
     // SAFETY: buf holds `len` bytes the real call wrote (record) or will receive (replay).
     let b = unsafe { core::slice::from_raw_parts_mut(buf, len) };

@@ -121,7 +121,7 @@ pub extern "C" fn reprise_cancelled(relock: *mut libc::pthread_mutex_t) {
 /// [`crate::lifecycle::main_unwinding`]).
 #[no_mangle]
 pub extern "C" fn reprise_cancel_exit() {
-    let Some(e) = crate::entry::enter() else {
+    let Some(mut e) = crate::entry::enter() else {
         return;
     };
     let main = e.t().tid == 0;

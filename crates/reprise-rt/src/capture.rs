@@ -47,7 +47,7 @@ pub fn on() -> bool {
 /// [`reprise_capture_end`] (0 when the runtime is off for this call).
 #[no_mangle]
 pub extern "C" fn reprise_capture_begin(obj: *const c_void) -> c_int {
-    let Some(e) = crate::entry::enter() else {
+    let Some(mut e) = crate::entry::enter() else {
         return 0;
     };
     let t = e.t();

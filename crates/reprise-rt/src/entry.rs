@@ -12,12 +12,14 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// The current thread's slot.
+    /// The current thread's slot, borrowed from the entry: one `&mut` at a time.
     #[inline(always)]
-    #[allow(clippy::mut_from_ref)]
-    pub fn t(&self) -> &mut Thread {
+    pub fn t(&mut self) -> &mut Thread {
         // SAFETY: `t` is the current thread's own slot (set by the thread itself); only this
-        // thread mutates it, except the log buffer, which has its own lock.
+        // thread makes references to its `Thread` (its log lies outside it, `state::log`;
+        // other threads reach its atomics, and once it is stopped for good its digest and
+        // pending access, through the raw slot pointer's fields), and the `&mut self` borrow
+        // makes this the only one the entry hands out while it lives.
         unsafe { &mut *self.t }
     }
 }

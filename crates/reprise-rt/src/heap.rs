@@ -410,7 +410,7 @@ mod large {
     /// Take the turn that orders large-block operations, when the runtime records or replays
     /// this call (not from inside the runtime, not for unknown threads).
     fn ordered() -> Option<crate::entry::Entry> {
-        let e = crate::entry::enter()?;
+        let mut e = crate::entry::enter()?;
         let t = e.t();
         access::safe_point(t);
         crate::sync::take_obj(t, core::ptr::addr_of!(ORDER).cast(), kind::LOCK);
@@ -463,9 +463,9 @@ mod large {
         let Some(len) = n.checked_add(HDR + 4095).map(|x| (x & !4095) as u64) else {
             return core::ptr::null_mut();
         };
-        let e = ordered();
+        let mut e = ordered();
         let replay = e.is_some() && state::REPLAY.load(Ordering::Relaxed);
-        if replay && access::result(e.as_ref().unwrap().t(), None) == 0 {
+        if replay && access::result(e.as_mut().unwrap().t(), None) == 0 {
             // The recording's allocation failed here.
             return core::ptr::null_mut();
         }
@@ -477,7 +477,7 @@ mod large {
             }
             Some(a)
         });
-        if let Some(e) = &e {
+        if let Some(e) = &mut e {
             if !replay {
                 access::result(e.t(), Some(a.is_some() as u64));
             } else if a.is_none() {

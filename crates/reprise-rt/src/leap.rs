@@ -166,7 +166,7 @@ pub fn periodic_flush(t: &mut Thread) {
         // Our own held turn: we hold its ticket.
         flush_stripe(t.held, stripe(t.held));
     }
-    crate::access::flush_log(t);
+    crate::access::flush_log(t.tid);
     let last = SWEPT.load(Ordering::Relaxed);
     if last == epoch
         || SWEPT
@@ -194,9 +194,8 @@ pub fn periodic_flush(t: &mut Thread) {
         .min(MAX_THREADS as u32);
     for tid in 0..n {
         if tid != t.tid {
-            // SAFETY: the slot of a created thread; its log has its own lock, which
-            // `flush_log` takes (nothing else of the slot is touched).
-            crate::access::flush_log(unsafe { &mut *state::slot(tid) });
+            // Its log, under the log's lock (no reference to its `Thread` is made).
+            crate::access::flush_log(tid);
         }
     }
 }

@@ -138,14 +138,30 @@ fn final_checkpoint(t: &mut Thread) {
     }
 }
 
+/// The final checkpoint of the thread ending the process for a signal from outside: its
+/// pending access folded (see [`end_by_signal`]: one still unfolded was complete), its digest
+/// and count as they stand.
+fn outside_final(t: &mut Thread) {
+    access::fold_pending(t);
+    if t.final_claim
+        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        return;
+    }
+    let e = t.events.load(Ordering::Acquire);
+    if e % state::CHECKPOINT.load(Ordering::Relaxed) != 0 {
+        access::log_pair(t, R_DIGEST, e, t.digest);
+    }
+}
+
 /// The final checkpoint of a thread still alive when another ends the process, logged by the
 /// ending thread (`me`) once every other thread is stopped: its pending access folded (it is
 /// complete: the thread reached its next runtime entry and parked, or released its stripe, or
 /// is blocked outside the runtime), its digest and count as they stand. Record and replay stop
 /// each thread after the same last event, so both sides log the same pair and verification
-/// requires it. Not for an end from outside (which thread ends the process is the kernel's
-/// choice there).
-fn final_checkpoint_of_others(me: u32, n: u32) {
+/// requires it. For an end from outside too (every thread but `skip`: see [`end_by_signal`]).
+fn final_checkpoint_of_others(me: u32, n: u32, skip: u32) {
     // Replay: the others reached their recorded counts; let those still running reach their
     // next runtime entry (where they park), as `ownership::stop_all` does while recording.
     if state::REPLAY.load(Ordering::Relaxed) {
@@ -167,24 +183,39 @@ fn final_checkpoint_of_others(me: u32, n: u32) {
         }
     }
     for tid in 0..n {
-        if tid == me || state::status(tid).state.load(Ordering::SeqCst) == ST_EXITED {
-            continue;
-        }
-        // SAFETY: slot of a created thread, stopped (parked at its next entry, blocked, or
-        // outside the runtime between accesses): the ending thread alone uses its digest and
-        // log now (the log has its own lock; the claim makes the final checkpoint once).
-        let other = unsafe { &mut *state::slot(tid) };
-        access::fold_pending(other);
-        if other
-            .final_claim
-            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-            .is_err()
+        if tid == me || tid == skip || state::status(tid).state.load(Ordering::SeqCst) == ST_EXITED
         {
             continue;
         }
-        let e = other.events.load(Ordering::Acquire);
+        let p = state::slot(tid);
+        // SAFETY: `p` is the slot of a created thread (mapped for every id), stopped: parked
+        // at its next runtime entry, blocked in a call, or outside the runtime between
+        // accesses, and it never touches its digest or pending access again (a parked thread
+        // stays parked; the others are ended by this thread's exit_group). So the ending
+        // thread alone reads and writes them now, through the raw pointer's fields: no
+        // reference to the other thread's `Thread` is made (its owner may hold one, suspended
+        // in its runtime call). `final_claim` and `events` are atomics reached by shared
+        // references to those fields alone; the pending access is complete (see above), its
+        // memory mapped (unmapping calls are runtime entries, which fold first).
+        let (digest, e) = unsafe {
+            if (*p).pending_size != 0 {
+                (*p).digest = access::mix(
+                    (*p).digest,
+                    access::value_at((*p).pending_addr, (*p).pending_size),
+                );
+                (*p).pending_size = 0;
+            }
+            let claim = &(*p).final_claim;
+            if claim
+                .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+            {
+                continue;
+            }
+            ((*p).digest, (*p).events.load(Ordering::Acquire))
+        };
         if e % state::CHECKPOINT.load(Ordering::Relaxed) != 0 {
-            access::log_pair(other, R_DIGEST, e, other.digest);
+            access::log_pair_of(tid, R_DIGEST, e, digest);
         }
     }
 }
@@ -197,7 +228,7 @@ std::thread_local! {
 
 /// The current thread returned from its start routine (or called pthread_exit).
 pub fn thread_end() {
-    let Some(e) = crate::entry::enter() else {
+    let Some(mut e) = crate::entry::enter() else {
         return;
     };
     ENDED.with(|c| c.set(true));
@@ -205,7 +236,7 @@ pub fn thread_end() {
     access::safe_point(t);
     crate::model::thread_exit(t);
     final_checkpoint(t);
-    access::flush_log(t);
+    access::flush_log(t.tid);
     let st = state::status(t.tid);
     st.events
         .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -243,7 +274,7 @@ extern "C" fn in_fork_child() {
 }
 
 extern "C" fn at_exit() {
-    let Some(e) = crate::entry::enter() else {
+    let Some(mut e) = crate::entry::enter() else {
         return;
     };
     let t = e.t();
@@ -332,8 +363,24 @@ extern "C" fn on_fault(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_v
 /// `signals::terminator`): finish the trace, then die of the signal, as the process would
 /// have. `external`: the end belongs to no thread (the signal landed where the thread held
 /// nothing of the runtime's); otherwise it is this thread's, at its current runtime entry.
+///
+/// An end from outside takes every live thread's final checkpoint, as any other end does,
+/// except for the thread the signal interrupted in program code with an access pending: its
+/// access may or may not have happened (the callback precedes it), while in the replay every
+/// thread stands at its next runtime entry with that access done. That thread is named in
+/// the end (`ProcessEnd::addr` = its id + 1; 0: none), and the replay leaves the same thread
+/// without one, whichever thread the kernel gives the signal to there.
 pub fn end_by_signal(t: &mut Thread, sig: i32, external: bool) -> ! {
     crate::cancel::rt_on();
+    let skip = if !external {
+        0
+    } else if state::REPLAY.load(Ordering::Relaxed) {
+        state::config().end.addr
+    } else if t.pending_size != 0 {
+        t.tid as u64 + 1
+    } else {
+        0
+    };
     let end = ProcessEnd {
         kind: END_SIGNAL,
         tid: if external { END_TID_NONE } else { t.tid },
@@ -344,7 +391,7 @@ pub fn end_by_signal(t: &mut Thread, sig: i32, external: bool) -> ! {
         },
         code: sig,
         si_code: 0,
-        addr: 0,
+        addr: skip,
     };
     finish(t, end);
     die_of(sig)
@@ -415,10 +462,19 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     }
     state::status_header().finishing.store(1, Ordering::SeqCst);
     leap::release_held(t);
+    // An end from outside (a signal landing wherever its threads were) has its final
+    // checkpoints taken like any other, but in a cut-short recording's replay, ended by the
+    // launcher where the trace ends, where the recording has none.
+    let outside_finals = end.tid == END_TID_NONE
+        && end.kind == END_SIGNAL
+        && !(state::REPLAY.load(Ordering::Relaxed) && state::config().end.kind == END_CUT);
+    let skip = if outside_finals && end.addr != 0 {
+        (end.addr - 1) as u32
+    } else {
+        u32::MAX
+    };
     if !ENDED.with(|c| c.get()) && end.tid != END_TID_NONE {
-        // (An ended thread logged its final checkpoint at its end. A signal from outside
-        // lands in whichever thread the kernel picks, in the recording and again in the
-        // replay: that end belongs to no thread, and no thread logs a final checkpoint.)
+        // (An ended thread logged its final checkpoint at its end.)
         final_checkpoint(t);
     }
     let st = state::status(t.tid);
@@ -456,8 +512,13 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     }
     crate::model::finish();
     let n = state::NEXT_TID.load(Ordering::SeqCst);
-    if end.tid != END_TID_NONE {
-        final_checkpoint_of_others(t.tid, n);
+    if end.tid != END_TID_NONE || outside_finals {
+        final_checkpoint_of_others(t.tid, n, skip);
+    }
+    if outside_finals && skip != t.tid && !ENDED.with(|c| c.get()) {
+        // The thread the signal landed on, at its next runtime entry in the replay (its
+        // access done), blocked in a call, or in program code with no access pending.
+        outside_final(t);
     }
     // Every other thread is now parked or blocked outside the runtime: send all records.
     let mut frame = [0u8; FRAME_HDR + 32 + 12 * 64];
@@ -471,20 +532,26 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
         crate::channel::send(&frame[..FRAME_HDR + 32 + finals * 12]);
     };
     for tid in 0..n {
-        // SAFETY: slot of a created thread; its log has its own lock, and its kind counters no
-        // longer change (every other thread is parked or outside the runtime now).
-        let other = unsafe { &mut *state::slot(tid) };
-        access::flush_log(other);
-        for (s, c) in kinds.iter_mut().zip(other.kinds.iter()) {
+        access::flush_log(tid);
+        let (their_kinds, events) = if tid == t.tid {
+            (t.kinds, t.events.load(Ordering::Relaxed))
+        } else {
+            let p = state::slot(tid);
+            // SAFETY: the slot of a created thread (mapped for every id); its kind counters
+            // no longer change (every other thread is parked or outside the runtime now) and
+            // are copied out through the raw pointer's field, `events` read through a shared
+            // reference to that atomic alone: no reference to its `Thread` is made.
+            unsafe { ((*p).kinds, (*p).events.load(Ordering::Relaxed)) }
+        };
+        for (s, c) in kinds.iter_mut().zip(their_kinds.iter()) {
             *s += c;
         }
         // Fast-path reads are the events no kind counted (`ownership::count_fast`).
-        let counted: u64 = other.kinds.iter().sum();
-        kinds[access::kind::READ as usize] +=
-            other.events.load(Ordering::Relaxed).saturating_sub(counted);
+        let counted: u64 = their_kinds.iter().sum();
+        kinds[access::kind::READ as usize] += events.saturating_sub(counted);
         let o = FRAME_HDR + 32 + finals * 12;
         frame[o..o + 4].copy_from_slice(&tid.to_le_bytes());
-        frame[o + 4..o + 12].copy_from_slice(&other.events.load(Ordering::Relaxed).to_le_bytes());
+        frame[o + 4..o + 12].copy_from_slice(&events.to_le_bytes());
         finals += 1;
         if finals == 64 {
             flush_finals(&mut frame, finals);

@@ -457,7 +457,7 @@ pub unsafe extern "C" fn signal(sig: c_int, h: libc::sighandler_t) -> libc::sigh
 
 /// A timer call: performed while recording (result recorded), not armed in replay.
 fn timer_call(f: impl FnOnce() -> c_int, old: *mut c_void, old_size: usize) -> c_int {
-    let Some(e) = crate::entry::enter() else {
+    let Some(mut e) = crate::entry::enter() else {
         return f();
     };
     let t = e.t();

@@ -193,12 +193,6 @@ pub struct Thread {
     pub start_fn: usize,
     /// See `start_fn`.
     pub start_arg: usize,
-    /// Guards `log` against the finishing thread's final flush.
-    pub log_lock: AtomicU32,
-    /// Bytes used in `log` (after the frame header and tid).
-    pub log_len: usize,
-    /// Frame under construction: header, tid, records.
-    pub log: [u8; LOG_BUF],
     /// Stripes held by a ranged access.
     pub multi: [u64; STRIPES / 64],
     /// Words of `multi` that may have bits set: `[multi_lo, multi_hi)`.
@@ -218,7 +212,59 @@ impl Thread {
 }
 
 /// Size of one slot in the thread table.
-pub const THREAD_SLOT: u64 = (core::mem::size_of::<Thread>() as u64 + 4095) & !4095;
+pub const THREAD_SLOT: u64 = (LOG_OFF + core::mem::size_of::<Log>() as u64 + 4095) & !4095;
+
+/// Where a slot's [`Log`] starts: after its [`Thread`], outside it, so that the periodic
+/// flush and the ending thread reach another thread's log without a reference to its
+/// `Thread` (which its owner holds as `&mut` while inside the runtime).
+const LOG_OFF: u64 = (core::mem::size_of::<Thread>() as u64 + 63) & !63;
+
+/// A thread's record log: appended to by the thread, flushed by it or by another thread (the
+/// periodic flush, the ending thread), always under `lock`.
+pub struct Log {
+    lock: AtomicU32,
+    buf: core::cell::UnsafeCell<LogBuf>,
+}
+
+/// The frame under construction: header, tid, records.
+pub struct LogBuf {
+    /// Bytes used in `bytes` after the frame header and tid.
+    pub len: usize,
+    /// Header, tid, records.
+    pub bytes: [u8; LOG_BUF],
+}
+
+// SAFETY: `buf` is reached only through `Log::with`, under `lock`.
+unsafe impl Sync for Log {}
+
+impl Log {
+    /// Run `f` on the buffer with the lock held (a spin lock: holders never block).
+    pub fn with<R>(&self, f: impl FnOnce(&mut LogBuf) -> R) -> R {
+        while self
+            .lock
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            core::hint::spin_loop();
+        }
+        // SAFETY: the lock is held: this is the only reference to the buffer until it is
+        // released below (`f` cannot reach `with` of the same log again: the runtime never
+        // nests log operations).
+        let r = f(unsafe { &mut *self.buf.get() });
+        self.lock.store(0, Ordering::Release);
+        r
+    }
+}
+
+/// The log of thread `tid` (its slot's, mapped at init for every id, zeroed: an empty log).
+#[inline(always)]
+pub fn log(tid: u32) -> &'static Log {
+    // SAFETY: the thread table is mapped at init for MAX_THREADS slots and never unmapped; a
+    // `Log` lies at LOG_OFF in each (inside THREAD_SLOT, outside the `Thread`), all-zero bytes
+    // are a valid empty `Log`, and it is only shared (`Log` is Sync: its buffer is behind its
+    // lock).
+    unsafe { &*((THREADS_ADDR + tid as u64 * THREAD_SLOT + LOG_OFF) as *const Log) }
+}
 
 /// What `CUR` holds for a thread without a slot: an all-zero `Thread` (a valid one: slots are
 /// zero-filled mappings too) whose `fast_limit` of 0 sends every access of such a thread down
@@ -452,7 +498,7 @@ pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
     th.rng = JITTER.load(Ordering::Relaxed) ^ (tid as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     th.final_claim.store(0, Ordering::Relaxed);
     th.seen_epoch = 0;
-    th.log_len = 0;
+    log(tid).with(|l| l.len = 0);
     th.entry_bias = 0;
     th.next_ckpt = 0;
     th.kinds = [0; KINDS];

@@ -88,7 +88,7 @@ fn mark_blocked(t: &Thread, on: u32, obj: usize) {
 
 /// A blocking acquisition (`lock`), with its try/timed variants as `attempt`.
 unsafe fn acquire(obj: *const c_void, k: u64, lock: impl FnOnce() -> c_int) -> c_int {
-    let Some(e) = enter() else { return lock() };
+    let Some(mut e) = enter() else { return lock() };
     let t = e.t();
     access::safe_point(t);
     if crate::model::active() {
@@ -136,7 +136,9 @@ unsafe fn attempt(
     attempt: impl FnOnce() -> c_int,
     lock: impl FnOnce() -> c_int,
 ) -> c_int {
-    let Some(e) = enter() else { return attempt() };
+    let Some(mut e) = enter() else {
+        return attempt();
+    };
     let t = e.t();
     access::safe_point(t);
     if replaying() {
@@ -163,7 +165,7 @@ unsafe fn attempt(
 
 /// A release: just a safe point before the real call.
 unsafe fn release(f: impl FnOnce() -> c_int) -> c_int {
-    if let Some(e) = enter() {
+    if let Some(mut e) = enter() {
         access::safe_point(e.t());
     }
     f()
@@ -171,7 +173,7 @@ unsafe fn release(f: impl FnOnce() -> c_int) -> c_int {
 
 /// A lock release: a safe point; under a model strategy also the model's release event.
 unsafe fn release_obj(obj: *const c_void, f: impl FnOnce() -> c_int) -> c_int {
-    if let Some(e) = enter() {
+    if let Some(mut e) = enter() {
         let t = e.t();
         access::safe_point(t);
         if crate::model::active() {
@@ -331,10 +333,11 @@ pub struct Resumed {
 }
 
 impl Resumed {
-    /// The current thread's slot.
-    #[allow(clippy::mut_from_ref)]
-    pub fn t(&self) -> &mut Thread {
-        // SAFETY: the current thread's own slot.
+    /// The current thread's slot, borrowed from the guard: one `&mut` at a time.
+    pub fn t(&mut self) -> &mut Thread {
+        // SAFETY: the current thread's own slot; only this thread makes references to its
+        // `Thread` (see `Entry::t`), and the `&mut self` borrow makes this the only one the
+        // guard hands out while it lives.
         unsafe { &mut *self.t }
     }
 }
@@ -409,7 +412,9 @@ pub unsafe extern "C" fn reprise_cond_wait_pre(
     timed: c_int,
     out: *mut c_int,
 ) -> c_int {
-    let Some(e) = enter() else { return PRE_NATIVE };
+    let Some(mut e) = enter() else {
+        return PRE_NATIVE;
+    };
     let t = e.t();
     access::safe_point(t);
     let model = crate::model::active();
@@ -458,7 +463,7 @@ pub unsafe extern "C" fn reprise_cond_wait_pre(
 /// The real wait of [`reprise_cond_wait_pre`] returned `r`: the re-acquisition's turn.
 #[no_mangle]
 pub extern "C" fn reprise_cond_wait_post(m: *mut pthread_mutex_t, timed: c_int, r: c_int) -> c_int {
-    let Some(g) = resume() else { return r };
+    let Some(mut g) = resume() else { return r };
     let t = g.t();
     block_end(t);
     take_obj(t, m.cast(), kind::COND);
@@ -499,7 +504,7 @@ pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int
 /// Record performs the (possibly blocking) real acquire first, with nothing held.
 #[export_name = "reprise___cxa_guard_acquire"]
 pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
-    let Some(e) = enter() else {
+    let Some(mut e) = enter() else {
         return unsafe { real::__cxa_guard_acquire(g) };
     };
     let t = e.t();
@@ -532,7 +537,7 @@ pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
 }
 #[export_name = "reprise___cxa_guard_release"]
 pub unsafe extern "C" fn __cxa_guard_release(g: *mut u64) {
-    let Some(e) = enter() else {
+    let Some(mut e) = enter() else {
         return unsafe { real::__cxa_guard_release(g) };
     };
     let t = e.t();
@@ -543,7 +548,7 @@ pub unsafe extern "C" fn __cxa_guard_release(g: *mut u64) {
 }
 #[export_name = "reprise___cxa_guard_abort"]
 pub unsafe extern "C" fn __cxa_guard_abort(g: *mut u64) {
-    let Some(e) = enter() else {
+    let Some(mut e) = enter() else {
         return unsafe { real::__cxa_guard_abort(g) };
     };
     let t = e.t();
@@ -555,7 +560,7 @@ pub unsafe extern "C" fn __cxa_guard_abort(g: *mut u64) {
 
 #[export_name = "reprise_munmap"]
 pub unsafe extern "C" fn munmap(a: *mut c_void, n: usize) -> c_int {
-    if let Some(e) = enter() {
+    if let Some(mut e) = enter() {
         // The pending access may lie in the range: fold it while it is still mapped.
         access::fold_pending(e.t());
     }

@@ -56,7 +56,7 @@ pub extern "C" fn reprise_thread_finish() {
 /// reaches it; the main thread has none (see [`crate::lifecycle::main_unwinding`]).
 #[no_mangle]
 pub extern "C" fn reprise_pthread_exit_begin() {
-    let Some(e) = enter() else { return };
+    let Some(mut e) = enter() else { return };
     let t = e.t();
     access::safe_point(t);
     let main = t.tid == 0;
@@ -78,7 +78,7 @@ pub unsafe extern "C" fn pthread_create(
     f: extern "C" fn(*mut c_void) -> *mut c_void,
     arg: *mut c_void,
 ) -> c_int {
-    let Some(e) = enter() else {
+    let Some(mut e) = enter() else {
         return unsafe { real::pthread_create(th, attr, f, arg) };
     };
     let t = e.t();
@@ -161,7 +161,9 @@ pub unsafe extern "C" fn reprise_join_pre(
     ret: *mut *mut c_void,
     out: *mut c_int,
 ) -> c_int {
-    let Some(e) = enter() else { return PRE_NATIVE };
+    let Some(mut e) = enter() else {
+        return PRE_NATIVE;
+    };
     let th = e.t();
     access::safe_point(th);
     if crate::cancel::replayed_here(th) {
@@ -192,7 +194,7 @@ pub unsafe extern "C" fn reprise_join_pre(
 /// The real join of [`reprise_join_pre`] returned `r`.
 #[no_mangle]
 pub extern "C" fn reprise_join_post(t: pthread_t, timed: c_int, r: c_int) -> c_int {
-    let Some(g) = resume() else { return r };
+    let Some(mut g) = resume() else { return r };
     let th = g.t();
     block_end(th);
     if timed != 0 {
@@ -208,7 +210,7 @@ pub extern "C" fn reprise_join_post(t: pthread_t, timed: c_int, r: c_int) -> c_i
 /// with a blocking join.
 #[export_name = "reprise_pthread_tryjoin_np"]
 pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int {
-    let Some(e) = enter() else {
+    let Some(mut e) = enter() else {
         return unsafe { real::pthread_tryjoin_np(t, ret) };
     };
     let th = e.t();
@@ -231,7 +233,7 @@ pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void)
 }
 #[export_name = "reprise_pthread_kill"]
 pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
-    if let Some(e) = enter() {
+    if let Some(mut e) = enter() {
         access::safe_point(e.t());
     }
     unsafe { real::pthread_kill(t, sig) }

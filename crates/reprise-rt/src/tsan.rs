@@ -34,7 +34,7 @@ pub fn on_access(addr: usize, size: usize, k: u64) {
 /// start-up (the fast path above never consults it).
 #[inline(never)]
 fn slow_access(addr: usize, size: usize, k: u64) {
-    let Some(e) = enter() else { return };
+    let Some(mut e) = enter() else { return };
     let t = e.t();
     let size = size.max(1);
     match crate::state::strategy() {
@@ -74,7 +74,7 @@ fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R
         th.digest = ownership::fold(th.digest, v as u64 ^ (v >> 64) as u64);
         return r;
     }
-    let Some(e) = enter() else { return op() };
+    let Some(mut e) = enter() else { return op() };
     let t = e.t();
     match crate::state::strategy() {
         Strategy::Ownership => {
@@ -341,7 +341,7 @@ fn ranged(dst: usize, src: usize, n: usize) {
     if n == 0 {
         return;
     }
-    let Some(e) = enter() else { return };
+    let Some(mut e) = enter() else { return };
     let t = e.t();
     match crate::state::strategy() {
         Strategy::Ownership => {

@@ -31,12 +31,12 @@ pub fn emulate_tsc(ctx: *mut libc::c_void) -> bool {
     // SAFETY: getauxval has no preconditions.
     let vdso = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) } as usize;
     let from_vdso = vdso != 0 && (vdso..vdso + 0x4000).contains(&rip);
-    let entry = if from_vdso {
+    let mut entry = if from_vdso {
         None
     } else {
         crate::entry::enter()
     };
-    let (v, aux) = match &entry {
+    let (v, aux) = match &mut entry {
         None => {
             let (v, aux) = read_tsc(len);
             (v, aux as u64)

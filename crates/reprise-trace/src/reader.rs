@@ -261,6 +261,25 @@ impl TraceReader {
         }))
     }
 
+    /// Reads what a recorder that was killed left: every remaining intact chunk, and the
+    /// footer if there is one. A file that ends without a footer, or inside its last frame
+    /// (a torn tail: the recorder died while writing it, the frame is ignored), is accepted;
+    /// a frame that fails its checksum or makes no sense is an error wherever it is (the
+    /// writer appends whole frames, so only the last one can be torn, and a torn frame is
+    /// short, never wrong).
+    pub fn read_salvaged(mut self) -> Result<(Header, Vec<Chunk>, Option<Footer>), TraceError> {
+        let mut chunks = Vec::new();
+        loop {
+            match self.next_chunk() {
+                Ok(Some(c)) => chunks.push(c),
+                Ok(None) => break,
+                Err(TraceError::MissingFooter { .. } | TraceError::Truncated { .. }) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((self.header, chunks, self.footer))
+    }
+
     /// Reads every remaining chunk and the footer. Fails on the first damaged
     /// chunk, or with [`TraceError::MissingFooter`] if the trace has no footer.
     pub fn read_all(mut self) -> Result<(Header, Vec<Chunk>, Footer), TraceError> {

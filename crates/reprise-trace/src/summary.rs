@@ -27,6 +27,17 @@ impl Summary {
     pub fn is_complete(&self) -> bool {
         self.footer.is_some() && self.error.is_none()
     }
+
+    /// Whether the trace is what a recorder killed while recording leaves: intact chunks
+    /// up to where the file ends, without a footer, the last frame perhaps torn
+    /// ([`TraceReader::read_salvaged`] reads it).
+    pub fn is_interrupted(&self) -> bool {
+        self.footer.is_none()
+            && matches!(
+                self.error,
+                None | Some(TraceError::MissingFooter { .. } | TraceError::Truncated { .. })
+            )
+    }
 }
 
 /// Reads the whole trace at `path` and reports what is intact. Fails only if
@@ -88,6 +99,14 @@ impl fmt::Display for Summary {
             lossy(&h.exe_path),
             h.exe_hash
         )?;
+        match &h.libs {
+            Some(libs) => {
+                for (l, hash) in libs {
+                    writeln!(f, "library:     {} (hash {hash})", lossy(l))?;
+                }
+            }
+            None => writeln!(f, "libraries:   not listed (cannot be checked)")?,
+        }
         let argv: Vec<_> = h.argv.iter().map(|a| lossy(a).into_owned()).collect();
         writeln!(f, "argv:        {:?}", argv)?;
         writeln!(f, "cwd:         {}", lossy(&h.cwd))?;
@@ -118,6 +137,14 @@ impl fmt::Display for Summary {
         match &self.error {
             None if self.footer.is_some() => write!(f, "status:      complete"),
             None => write!(f, "status:      incomplete"),
+            Some(e @ TraceError::Truncated { .. }) => write!(
+                f,
+                "status:      interrupted: {e} (a torn last frame, ignored: the recorder was killed while writing it); the intact chunks before it replay to where they end"
+            ),
+            Some(e @ TraceError::MissingFooter { .. }) => write!(
+                f,
+                "status:      interrupted: {e}; the intact chunks replay to where they end"
+            ),
             Some(e) => write!(f, "status:      damaged: {e}"),
         }
     }

@@ -33,6 +33,11 @@ pub struct Header {
     pub created_unix: u64,
     /// Free-form extra facts, kept in key order.
     pub extra: BTreeMap<String, String>,
+    /// The program's shared libraries as its dynamic loader found them (raw path bytes,
+    /// relative ones to `cwd`) with their content hashes; None when they could not be
+    /// listed (or the trace predates the list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub libs: Option<Vec<(Vec<u8>, String)>>,
 }
 
 /// What a data chunk holds.

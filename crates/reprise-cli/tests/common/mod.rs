@@ -359,3 +359,26 @@ pub fn record_replay_all_ways(name: &str, compiler: &str, recordings: usize, ext
         );
     }
 }
+
+/// The pid of the program `./{bin}` that the recorder `recorder` runs, once it is exec'd (the
+/// recorder's other children, such as the dynamic loader listing the libraries, and the
+/// program before its exec, are not it). Panics after 20 s.
+pub fn program_child(recorder: u32, bin: &str) -> i32 {
+    let want = format!("./{bin}");
+    let start = Instant::now();
+    loop {
+        let kids = std::fs::read_to_string(format!("/proc/{recorder}/task/{recorder}/children"))
+            .unwrap_or_default();
+        for k in kids.split_whitespace() {
+            let cmd = std::fs::read(format!("/proc/{k}/cmdline")).unwrap_or_default();
+            if cmd.split(|&b| b == 0).next() == Some(want.as_bytes()) {
+                return k.parse().unwrap();
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the program {want} did not start"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

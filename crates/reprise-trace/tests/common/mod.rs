@@ -23,6 +23,7 @@ pub fn header() -> Header {
         checkpoint_interval: 10_000,
         created_unix: 1_700_000_000,
         extra,
+        libs: Some(vec![(b"/lib/libc.so.6".to_vec(), "cd".repeat(8))]),
     }
 }
 
