@@ -28,7 +28,7 @@ pub struct ConfigHeader {
     pub checkpoint_interval: u64,
     /// Seed of replay jitter (random delays at callbacks); 0 = none.
     pub jitter_seed: u64,
-    /// Flags: [`FLAG_HASH_READS`].
+    /// Flags: [`FLAG_HASH_READS`], [`FLAG_PORTABLE`], strategies, [`FLAG_NO_SUD`], [`FLAG_SYNC`].
     pub flags: u64,
     /// Number of stripes; must equal [`STRIPES`].
     pub stripes: u32,
@@ -46,9 +46,16 @@ pub struct ConfigHeader {
     pub model_len: u64,
 }
 
-/// Config flag: regular-file reads are re-executed in replay and checked by hash, instead of
-/// recorded (smaller traces; the files must be unchanged at replay).
+/// Config flag: every regular-file read is re-executed in replay and checked by hash, instead
+/// of recorded (smaller traces; the files must be unchanged at replay). Without it (and without
+/// [`FLAG_PORTABLE`]) only reads of files of at least [`REEXEC_FILE_SIZE`] bytes are.
 pub const FLAG_HASH_READS: u64 = 1;
+/// Config flag: every read's data is recorded (`record --portable`): the trace replays without
+/// any input file.
+pub const FLAG_PORTABLE: u64 = 128;
+/// The default: a read of a regular file at least this large (at the read; not /proc or /sys,
+/// not a file the program opened for writing) is re-executed in replay and checked by hash.
+pub const REEXEC_FILE_SIZE: u64 = 1 << 20;
 /// Config flag: the strategy is AggrePlay (seed 000), run as a model on real threads.
 pub const FLAG_AGGREPLAY: u64 = 4;
 /// Config flag: the strategy is TPLAY (seed 003), run as a model on real threads.
@@ -84,7 +91,7 @@ pub const FLAG_NO_SUD: u64 = 2;
 /// Config flag: sync mode: the runtime is a shared object injected with `LD_PRELOAD` into an
 /// unmodified program (no memory-access callbacks); it removes `LD_PRELOAD` from the
 /// program's environment at start.
-pub const FLAG_SYNC: u64 = 32;
+pub const FLAG_SYNC: u64 = 64;
 
 /// Where one stripe's access vector lives in the config memfd.
 #[repr(C)]
