@@ -363,9 +363,39 @@ fn pigz() {
     debian(PIGZ);
 }
 
+/// Also: the 20 MB input's reads are re-executed in replay (hash-checked), so a replay with the
+/// input changed or missing is refused naming it; with `--portable` every byte read is in the
+/// trace and the replay needs no input.
 #[test]
 fn pigz_20mb() {
     debian_20mb(PIGZ, &["pigz", "-p", "2", "-k", "input.txt"], "input.txt.gz");
+    let w = Work::new();
+    input_file(&w, LARGE_INPUT);
+    let want = native(&w, PIGZ);
+    let r = debian_once(&w, PIGZ, &want, "default.trace");
+    let mut text = std::fs::read(w.path("input.txt")).unwrap();
+    text[1000] ^= 1;
+    std::fs::write(w.path("input.txt"), &text).unwrap();
+    let err = replay_rejected(&w, &r.trace);
+    assert!(err.contains("the recording re-reads ") && err.contains("input.txt"), "{err}");
+    assert!(err.contains("changed since the recording"), "{err}");
+    text[1000] ^= 1;
+    std::fs::write(w.path("input.txt"), &text).unwrap();
+    let trace = w.path("portable.trace");
+    let mut c = w.cmd();
+    c.arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--portable")
+        .arg("--")
+        .args(PIGZ);
+    let o = run_limited(c, Duration::from_secs(300));
+    let p = recorded(trace, &o);
+    assert!(p.stdout == want, "recorded output differs from a native run");
+    std::fs::remove_file(w.path("input.txt")).unwrap();
+    let err = replay_rejected(&w, &r.trace);
+    assert!(err.contains("input.txt") && err.contains("is missing"), "{err}");
+    replay_verified(&w, &p, How::Plain);
 }
 
 #[test]

@@ -428,6 +428,42 @@ extern int reprise_read_flags(void);
 #define RF_PORTABLE 2
 #define REEXEC_FILE_SIZE (1L << 20) /* reprise_proto::REEXEC_FILE_SIZE */
 
+/* Files already sent to the launcher as re-executed (F_FILE), by (dev, inode). */
+static struct { dev_t dev; ino_t ino; } reexec_files[256];
+static int nreexec;
+extern void reprise_send_file(uint64_t dev, uint64_t ino, uint64_t size, int64_t msec, uint64_t mnsec,
+                              const char *path, size_t len);
+
+/* The first re-executed read of a file: tell the launcher its identity and path, which replay
+ * checks before it starts (a missing or changed file is named at once, not found as a
+ * divergence later). */
+static void note_reexec(int fd, const struct stat *st)
+{
+    lock_w();
+    for (int i = 0; i < nreexec; i++)
+        if (reexec_files[i].dev == st->st_dev && reexec_files[i].ino == st->st_ino) { unlock_w(); return; }
+    if (nreexec < 256) {
+        reexec_files[nreexec].dev = st->st_dev;
+        reexec_files[nreexec].ino = st->st_ino;
+        nreexec++;
+    }
+    unlock_w();
+    char link[40], path[1024];
+    int k = 0;
+    const char *pre = "/proc/self/fd/";
+    while (pre[k]) { link[k] = pre[k]; k++; }
+    char digits[12];
+    int nd = 0;
+    unsigned v = (unsigned)fd;
+    do { digits[nd++] = (char)('0' + v % 10); v /= 10; } while (v);
+    while (nd) link[k++] = digits[--nd];
+    link[k] = 0;
+    long n = raw_syscall3(SYS_readlink, (long)link, (long)path, sizeof path);
+    if (n < 0) n = 0;
+    reprise_send_file((uint64_t)st->st_dev, (uint64_t)st->st_ino, (uint64_t)st->st_size, (int64_t)st->st_mtim.tv_sec,
+                      (uint64_t)st->st_mtim.tv_nsec, path, (size_t)n);
+}
+
 static int file_read_class(int fd, int rf)
 {
     if (fd == 0 || (rf & RF_PORTABLE)) return IO_EMULATE;
@@ -441,7 +477,9 @@ static int file_read_class(int fd, int rf)
     for (int i = 0; i < nwritten; i++)
         if (written[i].dev == st.st_dev && written[i].ino == st.st_ino) w = 1;
     unlock_w();
-    return w ? IO_EMULATE : IO_REEXEC;
+    if (w) return IO_EMULATE;
+    note_reexec(fd, &st);
+    return IO_REEXEC;
 }
 
 static int read_class(int fd) { return reprise_active() ? file_read_class(fd, reprise_read_flags()) : IO_EMULATE; }
