@@ -1029,6 +1029,32 @@ REVOCABLE(int, unlinkat, (int dirfd, const char *path, int flags), (dirfd, path,
 REVOCABLE(int, rename, (const char *from, const char *to), (from, to))
 REVOCABLE(int, renameat, (int fromfd, const char *from, int tofd, const char *to), (fromfd, from, tofd, to))
 
+/* A path's status (stat, lstat, fstatat and glibc's older __xstat64/__lxstat64 entries):
+ * recordable, the result and the structure recorded, given back in replay. A program checks
+ * its output file with them before changing its mode, owner and times (zstd: only when it is a
+ * regular file): the replay, which writes no file, must see what the recording saw. */
+#define RECORDED_STAT(name, params, args, st, size) \
+    int name params \
+    { \
+        REAL(int, name, params); \
+        if (!reprise_active()) return real_##name args; \
+        reprise_safe_point(); \
+        long r = -1; \
+        int e = 0; \
+        if (!reprise_io_replaying()) { r = (long)real_##name args; e = errno; } \
+        r = io_result(r, e); \
+        if (r == 0) reprise_io_data((void *)(st), size); \
+        return (int)r; \
+    }
+RECORDED_STAT(stat, (const char *path, struct stat *st), (path, st), st, sizeof(struct stat))
+RECORDED_STAT(lstat, (const char *path, struct stat *st), (path, st), st, sizeof(struct stat))
+RECORDED_STAT(fstatat, (int dirfd, const char *path, struct stat *st, int flags), (dirfd, path, st, flags), st,
+              sizeof(struct stat))
+RECORDED_STAT(stat64, (const char *path, struct stat64 *st), (path, st), st, sizeof(struct stat64))
+RECORDED_STAT(lstat64, (const char *path, struct stat64 *st), (path, st), st, sizeof(struct stat64))
+RECORDED_STAT(__xstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st), st, sizeof(struct stat64))
+RECORDED_STAT(__lxstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st), st, sizeof(struct stat64))
+
 /* ---- starting other programs ----------------------------------------------------------------
  * rdtsc trapping is inherited by child processes and kept across exec: lift it around the calls
  * that start another program, so that program never dies of the runtime's trap. */
@@ -1375,6 +1401,13 @@ int pthread_once(pthread_once_t *o, void (*f)(void))
 #pragma weak getpid
 #pragma weak getppid
 #pragma weak getrandom
+#pragma weak stat
+#pragma weak lstat
+#pragma weak fstatat
+#pragma weak stat64
+#pragma weak lstat64
+#pragma weak __xstat64
+#pragma weak __lxstat64
 #pragma weak chmod
 #pragma weak fchmod
 #pragma weak fchmodat
