@@ -205,3 +205,30 @@ pub const END_TID_NONE: u32 = u32::MAX;
 /// show; the replay runs every thread as far as the trace goes (parking past that count or at
 /// the end of its recorded data), then the launcher ends it (`StatusHeader::end_request`).
 pub const END_CUT: u32 = 4;
+
+#[cfg(test)]
+mod flag_bits {
+    use super::*;
+
+    /// Every config flag is its own bit (`FLAG_SYNC` once shared `FLAG_PLUS`'s, so a full-mode
+    /// `aggreplay+` recording ran with sync mode's settings).
+    #[test]
+    fn flags_are_distinct_bits() {
+        let flags = [
+            FLAG_HASH_READS,
+            FLAG_NO_SUD,
+            FLAG_AGGREPLAY,
+            FLAG_TPLAY,
+            FLAG_OWNERSHIP,
+            FLAG_PLUS,
+            FLAG_SYNC,
+            FLAG_PORTABLE,
+        ];
+        let mut seen = 0u64;
+        for f in flags {
+            assert_eq!(f.count_ones(), 1, "{f:#x}");
+            assert_eq!(seen & f, 0, "{f:#x} used twice");
+            seen |= f;
+        }
+    }
+}
