@@ -74,6 +74,9 @@ pub fn send_stack(tid: u32, what: u32, first: Option<u64>) {
 /// Send a file whose reads are re-executed in replay ([`F_FILE`]), from the C shim when it
 /// first classes a read of it so (while recording): its identity and `path_len` bytes of its
 /// path. Plain code (also reached from the SIGSYS handler): a stack buffer, one write.
+///
+/// # Safety
+/// `path` must point to `path_len` readable bytes (or `path_len` be 0).
 #[no_mangle]
 pub unsafe extern "C" fn reprise_send_file(
     dev: u64,
