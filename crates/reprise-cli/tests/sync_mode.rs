@@ -478,3 +478,56 @@ fn bench_sync_quick() {
     }
     assert!(md.contains("suite: record/native geomean"), "{md}");
 }
+
+/// Changes to the file system besides writes are revocable and path status is recorded: a
+/// program that makes a directory, writes a file in it, gives it a mode and times, renames it,
+/// checks it with `stat` and removes another file records them all; its replay, with the
+/// recording's results undone, changes nothing and is verified (it sees the recorded `stat`).
+#[test]
+fn file_system_changes_are_revocable() {
+    let w = Work::new();
+    std::fs::write(
+        w.path("fsops.c"),
+        r#"#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utime.h>
+int main(void) {
+    if (mkdir("d", 0755) != 0) return 10;
+    int fd = open("d/a", O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || write(fd, "hello\n", 6) != 6) return 11;
+    close(fd);
+    if (chmod("d/a", 0640) != 0) return 12;
+    struct utimbuf t = {1000000000, 1000000000};
+    if (utime("d/a", &t) != 0) return 13;
+    if (rename("d/a", "d/b") != 0) return 14;
+    struct stat st;
+    if (stat("d/b", &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 6) return 15;
+    printf("mode=%o mtime=%ld\n", (unsigned)(st.st_mode & 0777), (long)st.st_mtime);
+    if (remove("victim") != 0) return 16;
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let o = Command::new("gcc")
+        .current_dir(w.dir.path())
+        .args(["-O2", "-o", "fsops", "fsops.c"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    std::fs::write(w.path("victim"), "x").unwrap();
+    let r = record(&w, "fsops", &[], "fsops.trace", &[]);
+    assert_eq!(r.status, 0, "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&r.stdout),
+        "mode=640 mtime=1000000000\n"
+    );
+    assert!(w.path("d/b").exists() && !w.path("victim").exists());
+    std::fs::remove_dir_all(w.path("d")).unwrap();
+    std::fs::write(w.path("victim"), "x").unwrap();
+    replay_verified(&w, &r, How::Plain);
+    assert!(!w.path("d").exists(), "the replay made the directory");
+    assert!(w.path("victim").exists(), "the replay removed a file");
+}

@@ -998,8 +998,9 @@ ssize_t getrandom(void *buf, size_t n, unsigned flags)
  * like writes to files. Performed while recording with the result recorded; in replay not
  * performed (the replay must not change files: pbzip2 gives its output file the input's mode,
  * times and owner, and without the output file at replay those calls would fail and the
- * program take another path), the recorded result returned. Safe points (they may block on
- * a slow file system). */
+ * program take another path; zstd without -k removes its input), the recorded result
+ * returned. Safe points (they may block on a slow file system). glibc's own calls inside
+ * other functions do not come here. */
 #include <utime.h>
 #include <sys/time.h>
 #define REVOCABLE(ret, name, params, args) \
@@ -1028,6 +1029,13 @@ REVOCABLE(int, unlink, (const char *path), (path))
 REVOCABLE(int, unlinkat, (int dirfd, const char *path, int flags), (dirfd, path, flags))
 REVOCABLE(int, rename, (const char *from, const char *to), (from, to))
 REVOCABLE(int, renameat, (int fromfd, const char *from, int tofd, const char *to), (fromfd, from, tofd, to))
+REVOCABLE(int, remove, (const char *path), (path))
+REVOCABLE(int, rmdir, (const char *path), (path))
+REVOCABLE(int, mkdir, (const char *path, mode_t mode), (path, mode))
+REVOCABLE(int, mkdirat, (int dirfd, const char *path, mode_t mode), (dirfd, path, mode))
+REVOCABLE(int, truncate, (const char *path, off_t len), (path, len))
+REVOCABLE(int, link, (const char *from, const char *to), (from, to))
+REVOCABLE(int, symlink, (const char *from, const char *to), (from, to))
 
 /* A path's status (stat, lstat, fstatat and glibc's older __xstat64/__lxstat64 entries):
  * recordable, the result and the structure recorded, given back in replay. A program checks
@@ -1401,6 +1409,13 @@ int pthread_once(pthread_once_t *o, void (*f)(void))
 #pragma weak getpid
 #pragma weak getppid
 #pragma weak getrandom
+#pragma weak remove
+#pragma weak rmdir
+#pragma weak mkdir
+#pragma weak mkdirat
+#pragma weak truncate
+#pragma weak link
+#pragma weak symlink
 #pragma weak stat
 #pragma weak lstat
 #pragma weak fstatat
