@@ -64,11 +64,13 @@ enum Cmd {
         /// `full` checkpoints every event (same as --checkpoint 1).
         #[arg(long, value_enum)]
         verify: Option<options::Verify>,
-        /// Re-execute regular-file reads in replay, checked by hash, instead of recording their
-        /// data (smaller traces; replay fails clearly if a file changed).
+        /// Re-execute every regular-file read in replay, checked by hash, instead of recording
+        /// its data (smaller traces; replay fails clearly if a file changed). By default only
+        /// files of 1 MiB or more are (the rest is recorded).
         #[arg(long, conflicts_with = "portable")]
         hash_reads: bool,
-        /// Record regular-file contents so the trace replays without the input files (default).
+        /// Record every byte read, so the trace replays without any input file (larger traces,
+        /// slower recording of programs that read large files).
         #[arg(long)]
         portable: bool,
         /// Do not catch the program's other system calls with Syscall User Dispatch.
@@ -188,7 +190,7 @@ fn main() {
             checkpoint,
             verify,
             hash_reads,
-            portable: _,
+            portable,
             no_sud,
             until_fail,
             until_status,
@@ -207,6 +209,7 @@ fn main() {
                 checkpoint,
                 cmd,
                 hash_reads,
+                portable,
                 no_sud,
                 until_fail,
                 until_status,

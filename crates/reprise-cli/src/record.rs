@@ -30,6 +30,8 @@ pub struct RecordOpts {
     pub chaos: bool,
     /// Re-execute regular-file reads in replay (checked by hash) instead of recording them.
     pub hash_reads: bool,
+    /// Record every read's data (no re-executed file reads at all).
+    pub portable: bool,
     /// Turn Syscall User Dispatch off.
     pub no_sud: bool,
     /// `--mode`: None picks full when the program holds the runtime, else sync.
@@ -340,6 +342,7 @@ fn record_one(o: &RecordOpts, announce: bool, notice: bool) -> Result<Run> {
             .unwrap_or(0),
         extra: [
             ("hash_reads".to_string(), o.hash_reads.to_string()),
+            ("portable".to_string(), o.portable.to_string()),
             ("sud".to_string(), (!o.no_sud).to_string()),
             ("chaos_seed".to_string(), chaos.to_string()),
             ("mode".to_string(), mode.name().to_string()),
@@ -361,6 +364,11 @@ fn record_one(o: &RecordOpts, announce: bool, notice: bool) -> Result<Run> {
         | if sync { reprise_proto::FLAG_SYNC } else { 0 }
         | if o.hash_reads {
             reprise_proto::FLAG_HASH_READS
+        } else {
+            0
+        }
+        | if o.portable {
+            reprise_proto::FLAG_PORTABLE
         } else {
             0
         }

@@ -49,6 +49,54 @@ pub struct Recording {
     pub fault_stacks: Vec<(u32, Vec<u64>)>,
     /// Stack of the thread that reported a divergence (replay only): return addresses.
     pub diverge_stack: Option<(u32, Vec<u64>)>,
+    /// Files whose reads are re-executed in replay (`F_FILE`), once each, in order.
+    pub files: Vec<ReexecFile>,
+}
+
+/// A file whose reads the recording left to be re-executed in replay (checked by hash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReexecFile {
+    /// Device and inode while recording.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Size at its first re-executed read.
+    pub size: u64,
+    /// Modification time (seconds, nanoseconds).
+    pub mtime: (i64, u64),
+    /// Its path (from /proc/self/fd; empty when unknown).
+    pub path: Vec<u8>,
+}
+
+impl ReexecFile {
+    /// Why this file cannot be re-read in replay as recorded: missing, or another size or
+    /// modification time; None when it looks unchanged (every read is still hash-checked).
+    pub fn changed(&self) -> Option<String> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::MetadataExt;
+        if self.path.is_empty() {
+            return None;
+        }
+        let p = std::path::Path::new(std::ffi::OsStr::from_bytes(&self.path));
+        let why = match std::fs::metadata(p) {
+            Err(e) => format!("is missing ({e})"),
+            Ok(m) if m.size() != self.size => {
+                format!(
+                    "changed since the recording ({} bytes now, {} then)",
+                    m.size(),
+                    self.size
+                )
+            }
+            Ok(m) if (m.mtime(), m.mtime_nsec() as u64) != self.mtime => {
+                "changed since the recording (its modification time)".to_string()
+            }
+            Ok(_) => return None,
+        };
+        Some(format!(
+            "the recording re-reads {} in replay (its reads were checked by hash, not recorded: by default those of files of 1 MiB or more), which {why}: restore it, or record with `--portable` to keep the bytes read",
+            p.display()
+        ))
+    }
 }
 
 impl Recording {
@@ -110,6 +158,24 @@ impl Recording {
                     }
                 } else if self.diverge_stack.is_none() {
                     self.diverge_stack = Some((tid, pcs));
+                }
+            }
+            Frame::File {
+                dev,
+                ino,
+                size,
+                mtime_sec,
+                mtime_nsec,
+                path,
+            } => {
+                if !self.files.iter().any(|f| f.dev == dev && f.ino == ino) {
+                    self.files.push(ReexecFile {
+                        dev,
+                        ino,
+                        size,
+                        mtime: (mtime_sec, mtime_nsec),
+                        path,
+                    });
                 }
             }
             Frame::Diverge {

@@ -246,6 +246,10 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
         return fail(format!("{} changed since the recording (content hash {} now, {} recorded): rebuild it as it was or record again", exe.display(), hash, header.exe_hash));
     }
     crate::libs::check(&header).map_err(Fail)?;
+    // Files whose reads are re-executed (and hash-checked) must be there, unchanged.
+    if let Some(why) = rec.files.iter().find_map(|f| f.changed()) {
+        return fail(why);
+    }
     let sync = header.extra.get("mode").is_some_and(|m| m == "sync");
     let preload = if sync {
         let so = crate::syncmode::runtime_shared().map_err(|e| Fail(format!("{e:#}")))?;

@@ -128,6 +128,19 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
                 pcs: p[8..].chunks_exact(8).map(|c| u64_at(c, 0)).collect(),
             })
         }
+        F_FILE => {
+            if p.len() < 40 {
+                return Err(short());
+            }
+            Ok(Frame::File {
+                dev: u64_at(p, 0),
+                ino: u64_at(p, 8),
+                size: u64_at(p, 16),
+                mtime_sec: u64_at(p, 24) as i64,
+                mtime_nsec: u64_at(p, 32),
+                path: p[40..].to_vec(),
+            })
+        }
         _ => Err(DecodeError(format!("unknown frame tag {tag}"))),
     }
 }
@@ -268,6 +281,20 @@ pub fn encode_frame(f: &Frame) -> Vec<u8> {
                 p.extend_from_slice(&a.to_le_bytes());
             }
             F_STACK
+        }
+        Frame::File {
+            dev,
+            ino,
+            size,
+            mtime_sec,
+            mtime_nsec,
+            path,
+        } => {
+            for v in [*dev, *ino, *size, *mtime_sec as u64, *mtime_nsec] {
+                p.extend_from_slice(&v.to_le_bytes());
+            }
+            p.extend_from_slice(path);
+            F_FILE
         }
         Frame::Diverge {
             tid,

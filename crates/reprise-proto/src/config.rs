@@ -28,7 +28,7 @@ pub struct ConfigHeader {
     pub checkpoint_interval: u64,
     /// Seed of replay jitter (random delays at callbacks); 0 = none.
     pub jitter_seed: u64,
-    /// Flags: [`FLAG_HASH_READS`].
+    /// Flags: [`FLAG_HASH_READS`], [`FLAG_PORTABLE`], strategies, [`FLAG_NO_SUD`], [`FLAG_SYNC`].
     pub flags: u64,
     /// Number of stripes; must equal [`STRIPES`].
     pub stripes: u32,
@@ -46,9 +46,16 @@ pub struct ConfigHeader {
     pub model_len: u64,
 }
 
-/// Config flag: regular-file reads are re-executed in replay and checked by hash, instead of
-/// recorded (smaller traces; the files must be unchanged at replay).
+/// Config flag: every regular-file read is re-executed in replay and checked by hash, instead
+/// of recorded (smaller traces; the files must be unchanged at replay). Without it (and without
+/// [`FLAG_PORTABLE`]) only reads of files of at least [`REEXEC_FILE_SIZE`] bytes are.
 pub const FLAG_HASH_READS: u64 = 1;
+/// Config flag: every read's data is recorded (`record --portable`): the trace replays without
+/// any input file.
+pub const FLAG_PORTABLE: u64 = 128;
+/// The default: a read of a regular file at least this large (at the read; not /proc or /sys,
+/// not a file the program opened for writing) is re-executed in replay and checked by hash.
+pub const REEXEC_FILE_SIZE: u64 = 1 << 20;
 /// Config flag: the strategy is AggrePlay (seed 000), run as a model on real threads.
 pub const FLAG_AGGREPLAY: u64 = 4;
 /// Config flag: the strategy is TPLAY (seed 003), run as a model on real threads.
@@ -84,7 +91,7 @@ pub const FLAG_NO_SUD: u64 = 2;
 /// Config flag: sync mode: the runtime is a shared object injected with `LD_PRELOAD` into an
 /// unmodified program (no memory-access callbacks); it removes `LD_PRELOAD` from the
 /// program's environment at start.
-pub const FLAG_SYNC: u64 = 32;
+pub const FLAG_SYNC: u64 = 64;
 
 /// Where one stripe's access vector lives in the config memfd.
 #[repr(C)]
@@ -198,3 +205,30 @@ pub const END_TID_NONE: u32 = u32::MAX;
 /// show; the replay runs every thread as far as the trace goes (parking past that count or at
 /// the end of its recorded data), then the launcher ends it (`StatusHeader::end_request`).
 pub const END_CUT: u32 = 4;
+
+#[cfg(test)]
+mod flag_bits {
+    use super::*;
+
+    /// Every config flag is its own bit (`FLAG_SYNC` once shared `FLAG_PLUS`'s, so a full-mode
+    /// `aggreplay+` recording ran with sync mode's settings).
+    #[test]
+    fn flags_are_distinct_bits() {
+        let flags = [
+            FLAG_HASH_READS,
+            FLAG_NO_SUD,
+            FLAG_AGGREPLAY,
+            FLAG_TPLAY,
+            FLAG_OWNERSHIP,
+            FLAG_PLUS,
+            FLAG_SYNC,
+            FLAG_PORTABLE,
+        ];
+        let mut seen = 0u64;
+        for f in flags {
+            assert_eq!(f.count_ones(), 1, "{f:#x}");
+            assert_eq!(seen & f, 0, "{f:#x} used twice");
+            seen |= f;
+        }
+    }
+}

@@ -25,6 +25,11 @@ pub const F_KINDS: u8 = 7;
 /// [`STACK_DIVERGE`]), then `u64` addresses, innermost first (for a fault the first one is
 /// the faulting instruction, the others return addresses). The launcher names source lines.
 pub const F_STACK: u8 = 8;
+/// Frame tag: a regular file whose reads are re-executed in replay (checked by hash) instead of
+/// recorded, sent once per file while recording: `u64 dev, u64 ino, u64 size, i64 mtime_sec,
+/// u64 mtime_nsec`, then its path (from `/proc/self/fd`, may be empty). Replay refuses to start
+/// when the file at that path is missing or has another size or modification time.
+pub const F_FILE: u8 = 9;
 /// [`F_STACK`] `what`: the stack of the thread whose fault ended the process.
 pub const STACK_FAULT: u32 = 0;
 /// [`F_STACK`] `what`: the stack of the thread that saw a replay divergence.
@@ -134,6 +139,21 @@ pub enum Frame {
         what: u32,
         /// Addresses, innermost first.
         pcs: Vec<u64>,
+    },
+    /// A file whose reads are re-executed in replay ([`F_FILE`]).
+    File {
+        /// Device.
+        dev: u64,
+        /// Inode.
+        ino: u64,
+        /// Size at the first re-executed read.
+        size: u64,
+        /// Modification time, seconds.
+        mtime_sec: i64,
+        /// Modification time, nanoseconds.
+        mtime_nsec: u64,
+        /// Path (bytes; may be empty when unknown).
+        path: Vec<u8>,
     },
     /// Divergence seen by the runtime during replay.
     Diverge {

@@ -417,14 +417,59 @@ static void mark_written(int fd)
     unlock_w();
 }
 
-/* How a read of fd goes (decided while recording). */
-extern int reprise_hash_reads(void);
+/* How a read of fd goes (decided while recording; replay follows the recorded class).
+ * Repeatable (re-executed in replay, its length and a hash of its bytes checked) when fd is a
+ * regular file (not stdin, /proc or /sys) the program has not opened for writing, and either
+ * `--hash-reads` was given or the file is large (REEXEC_FILE_SIZE at the read: recording the
+ * bytes of large inputs dominates the cost of recording programs that read them); never with
+ * `--portable`. Otherwise recordable (the bytes go to the trace). */
+extern int reprise_read_flags(void);
+#define RF_HASH_ALL 1
+#define RF_PORTABLE 2
+#define REEXEC_FILE_SIZE (1L << 20) /* reprise_proto::REEXEC_FILE_SIZE */
 
-static int read_class(int fd)
+/* Files already sent to the launcher as re-executed (F_FILE), by (dev, inode). */
+static struct { dev_t dev; ino_t ino; } reexec_files[256];
+static int nreexec;
+extern void reprise_send_file(uint64_t dev, uint64_t ino, uint64_t size, int64_t msec, uint64_t mnsec,
+                              const char *path, size_t len);
+
+/* The first re-executed read of a file: tell the launcher its identity and path, which replay
+ * checks before it starts (a missing or changed file is named at once, not found as a
+ * divergence later). */
+static void note_reexec(int fd, const struct stat *st)
 {
-    if (fd == 0 || !reprise_hash_reads()) return IO_EMULATE;
+    lock_w();
+    for (int i = 0; i < nreexec; i++)
+        if (reexec_files[i].dev == st->st_dev && reexec_files[i].ino == st->st_ino) { unlock_w(); return; }
+    if (nreexec < 256) {
+        reexec_files[nreexec].dev = st->st_dev;
+        reexec_files[nreexec].ino = st->st_ino;
+        nreexec++;
+    }
+    unlock_w();
+    char link[40], path[1024];
+    int k = 0;
+    const char *pre = "/proc/self/fd/";
+    while (pre[k]) { link[k] = pre[k]; k++; }
+    char digits[12];
+    int nd = 0;
+    unsigned v = (unsigned)fd;
+    do { digits[nd++] = (char)('0' + v % 10); v /= 10; } while (v);
+    while (nd) link[k++] = digits[--nd];
+    link[k] = 0;
+    long n = raw_syscall3(SYS_readlink, (long)link, (long)path, sizeof path);
+    if (n < 0) n = 0;
+    reprise_send_file((uint64_t)st->st_dev, (uint64_t)st->st_ino, (uint64_t)st->st_size, (int64_t)st->st_mtim.tv_sec,
+                      (uint64_t)st->st_mtim.tv_nsec, path, (size_t)n);
+}
+
+static int file_read_class(int fd, int rf)
+{
+    if (fd == 0 || (rf & RF_PORTABLE)) return IO_EMULATE;
     struct stat st;
     if (RAW_FSTAT(fd, &st) != 0 || !S_ISREG(st.st_mode)) return IO_EMULATE;
+    if (!(rf & RF_HASH_ALL) && st.st_size < REEXEC_FILE_SIZE) return IO_EMULATE;
     struct statfs fs;
     if (RAW_FSTATFS(fd, &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC)) return IO_EMULATE;
     int w = 0;
@@ -432,25 +477,15 @@ static int read_class(int fd)
     for (int i = 0; i < nwritten; i++)
         if (written[i].dev == st.st_dev && written[i].ino == st.st_ino) w = 1;
     unlock_w();
-    return w ? IO_EMULATE : IO_REEXEC;
+    if (w) return IO_EMULATE;
+    note_reexec(fd, &st);
+    return IO_REEXEC;
 }
+
+static int read_class(int fd) { return reprise_active() ? file_read_class(fd, reprise_read_flags()) : IO_EMULATE; }
 
 /* For capture.rs (inside the SIGSYS handler: plain code, raw system calls only). */
-extern int reprise_hash_reads_cfg(void);
-int reprise_capture_read_class(int fd)
-{
-    if (fd == 0 || !reprise_hash_reads_cfg()) return IO_EMULATE;
-    struct stat st;
-    if (RAW_FSTAT(fd, &st) != 0 || !S_ISREG(st.st_mode)) return IO_EMULATE;
-    struct statfs fs;
-    if (RAW_FSTATFS(fd, &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC)) return IO_EMULATE;
-    int w = 0;
-    lock_w();
-    for (int i = 0; i < nwritten; i++)
-        if (written[i].dev == st.st_dev && written[i].ino == st.st_ino) w = 1;
-    unlock_w();
-    return w ? IO_EMULATE : IO_REEXEC;
-}
+int reprise_capture_read_class(int fd) { return file_read_class(fd, reprise_read_flags()); }
 void reprise_capture_mark_written(int fd) { mark_written(fd); }
 /* Replay of an open made inside stdio: descriptor `want` (the recording's) is the file itself
  * for reading when it can be opened, else /dev/null (a file opened for writing always: stdio's
@@ -467,13 +502,41 @@ void reprise_capture_replay_open(int dirfd, const char *path, int flags, int wan
     }
 }
 
-static uint64_t hash_bytes(const void *p, size_t n)
+/* The hash of written and re-executed bytes (record and replay run this same code). Four
+ * independent 64-bit lanes of 8-byte words (multiply, xor-shift), so it runs at several bytes
+ * per cycle: FNV's one multiply per byte cost zstd -T2 a fifth of its native time on a 20 MB
+ * input. Not cryptographic: it detects changed data, it does not resist a forger. */
+static inline uint64_t hmix(uint64_t a, uint64_t w)
+{
+    a = (a ^ w) * 0x9fb21c651e98df25ull;
+    return a ^ (a >> 29);
+}
+uint64_t reprise_hash_bytes(uint64_t seed, const void *p, size_t n)
 {
     const unsigned char *b = p;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h ^ n;
+    uint64_t a0 = seed ^ 0x243f6a8885a308d3ull, a1 = seed ^ 0x13198a2e03707344ull;
+    uint64_t a2 = seed ^ 0xa4093822299f31d0ull, a3 = seed ^ 0x082efa98ec4e6c89ull;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        uint64_t w[4];
+        __builtin_memcpy(w, b + i, 32);
+        a0 = hmix(a0, w[0]);
+        a1 = hmix(a1, w[1]);
+        a2 = hmix(a2, w[2]);
+        a3 = hmix(a3, w[3]);
+    }
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        __builtin_memcpy(&w, b + i, 8);
+        a0 = hmix(a0, w);
+    }
+    uint64_t tail = 0;
+    for (int k = 0; i < n; i++, k++) tail |= (uint64_t)b[i] << (8 * k);
+    a1 = hmix(a1, tail);
+    uint64_t h = hmix(hmix(hmix(hmix(a0, a1), a2), a3), (uint64_t)n);
+    return hmix(h, h >> 17);
 }
+static uint64_t hash_bytes(const void *p, size_t n) { return reprise_hash_bytes(0xcbf29ce484222325ull, p, n); }
 
 /* A recorded result with errno: record logs it; replay returns the recorded one. */
 static long io_result(long r, int err)
@@ -526,8 +589,8 @@ static long do_read(int fd, void *buf, size_t n, long (*real)(int, void *, size_
     CANCEL_POINT();
     CANCELLABLE(NULL, r = real(fd, buf, n, extra));
     int e = errno;
-    reprise_io_check((uint64_t)r, "the length of a re-executed file read (the file changed since the recording)");
-    if (r > 0) reprise_io_check(hash_bytes(buf, (size_t)r), "the data of a re-executed file read (the file changed since the recording)");
+    reprise_io_check((uint64_t)r, "the length of a re-executed file read (the file changed since the recording, or is missing: `record --portable` keeps the bytes read)");
+    if (r > 0) reprise_io_check(hash_bytes(buf, (size_t)r), "the data of a re-executed file read (the file changed since the recording: `record --portable` keeps the bytes read)");
     errno = e;
     return r;
 }
@@ -588,8 +651,8 @@ ssize_t readv(int fd, const struct iovec *iov, int cnt)
     CANCEL_POINT();
     CANCELLABLE(NULL, r = real_readv(fd, iov, cnt));
     int e = errno;
-    reprise_io_check((uint64_t)r, "the length of a re-executed file read (the file changed since the recording)");
-    if (r > 0) reprise_io_check(hash_iov(iov, cnt, r), "the data of a re-executed file read (the file changed since the recording)");
+    reprise_io_check((uint64_t)r, "the length of a re-executed file read (the file changed since the recording, or is missing: `record --portable` keeps the bytes read)");
+    if (r > 0) reprise_io_check(hash_iov(iov, cnt, r), "the data of a re-executed file read (the file changed since the recording: `record --portable` keeps the bytes read)");
     errno = e;
     return r;
 }
@@ -930,6 +993,75 @@ ssize_t getrandom(void *buf, size_t n, unsigned flags)
     if (r > 0) reprise_io_data(buf, (size_t)r);
     return r;
 }
+
+/* Changes to the file system besides writes (modes, owners, times, names, removal): revocable
+ * like writes to files. Performed while recording with the result recorded; in replay not
+ * performed (the replay must not change files: pbzip2 gives its output file the input's mode,
+ * times and owner, and without the output file at replay those calls would fail and the
+ * program take another path; zstd without -k removes its input), the recorded result
+ * returned. Safe points (they may block on a slow file system). glibc's own calls inside
+ * other functions do not come here. */
+#include <utime.h>
+#include <sys/time.h>
+#define REVOCABLE(ret, name, params, args) \
+    ret name params \
+    { \
+        REAL(ret, name, params); \
+        if (!reprise_active()) return real_##name args; \
+        reprise_safe_point(); \
+        long r = -1; \
+        int e = 0; \
+        if (!reprise_io_replaying()) { r = (long)real_##name args; e = errno; } \
+        return (ret)io_result(r, e); \
+    }
+REVOCABLE(int, chmod, (const char *path, mode_t mode), (path, mode))
+REVOCABLE(int, fchmod, (int fd, mode_t mode), (fd, mode))
+REVOCABLE(int, fchmodat, (int dirfd, const char *path, mode_t mode, int flags), (dirfd, path, mode, flags))
+REVOCABLE(int, chown, (const char *path, uid_t u, gid_t g), (path, u, g))
+REVOCABLE(int, lchown, (const char *path, uid_t u, gid_t g), (path, u, g))
+REVOCABLE(int, fchown, (int fd, uid_t u, gid_t g), (fd, u, g))
+REVOCABLE(int, fchownat, (int dirfd, const char *path, uid_t u, gid_t g, int flags), (dirfd, path, u, g, flags))
+REVOCABLE(int, utime, (const char *path, const struct utimbuf *t), (path, t))
+REVOCABLE(int, utimes, (const char *path, const struct timeval t[2]), (path, t))
+REVOCABLE(int, utimensat, (int dirfd, const char *path, const struct timespec t[2], int flags), (dirfd, path, t, flags))
+REVOCABLE(int, futimens, (int fd, const struct timespec t[2]), (fd, t))
+REVOCABLE(int, unlink, (const char *path), (path))
+REVOCABLE(int, unlinkat, (int dirfd, const char *path, int flags), (dirfd, path, flags))
+REVOCABLE(int, rename, (const char *from, const char *to), (from, to))
+REVOCABLE(int, renameat, (int fromfd, const char *from, int tofd, const char *to), (fromfd, from, tofd, to))
+REVOCABLE(int, remove, (const char *path), (path))
+REVOCABLE(int, rmdir, (const char *path), (path))
+REVOCABLE(int, mkdir, (const char *path, mode_t mode), (path, mode))
+REVOCABLE(int, mkdirat, (int dirfd, const char *path, mode_t mode), (dirfd, path, mode))
+REVOCABLE(int, truncate, (const char *path, off_t len), (path, len))
+REVOCABLE(int, link, (const char *from, const char *to), (from, to))
+REVOCABLE(int, symlink, (const char *from, const char *to), (from, to))
+
+/* A path's status (stat, lstat, fstatat and glibc's older __xstat64/__lxstat64 entries):
+ * recordable, the result and the structure recorded, given back in replay. A program checks
+ * its output file with them before changing its mode, owner and times (zstd: only when it is a
+ * regular file): the replay, which writes no file, must see what the recording saw. */
+#define RECORDED_STAT(name, params, args, st, size) \
+    int name params \
+    { \
+        REAL(int, name, params); \
+        if (!reprise_active()) return real_##name args; \
+        reprise_safe_point(); \
+        long r = -1; \
+        int e = 0; \
+        if (!reprise_io_replaying()) { r = (long)real_##name args; e = errno; } \
+        r = io_result(r, e); \
+        if (r == 0) reprise_io_data((void *)(st), size); \
+        return (int)r; \
+    }
+RECORDED_STAT(stat, (const char *path, struct stat *st), (path, st), st, sizeof(struct stat))
+RECORDED_STAT(lstat, (const char *path, struct stat *st), (path, st), st, sizeof(struct stat))
+RECORDED_STAT(fstatat, (int dirfd, const char *path, struct stat *st, int flags), (dirfd, path, st, flags), st,
+              sizeof(struct stat))
+RECORDED_STAT(stat64, (const char *path, struct stat64 *st), (path, st), st, sizeof(struct stat64))
+RECORDED_STAT(lstat64, (const char *path, struct stat64 *st), (path, st), st, sizeof(struct stat64))
+RECORDED_STAT(__xstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st), st, sizeof(struct stat64))
+RECORDED_STAT(__lxstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st), st, sizeof(struct stat64))
 
 /* ---- starting other programs ----------------------------------------------------------------
  * rdtsc trapping is inherited by child processes and kept across exec: lift it around the calls
@@ -1277,6 +1409,35 @@ int pthread_once(pthread_once_t *o, void (*f)(void))
 #pragma weak getpid
 #pragma weak getppid
 #pragma weak getrandom
+#pragma weak remove
+#pragma weak rmdir
+#pragma weak mkdir
+#pragma weak mkdirat
+#pragma weak truncate
+#pragma weak link
+#pragma weak symlink
+#pragma weak stat
+#pragma weak lstat
+#pragma weak fstatat
+#pragma weak stat64
+#pragma weak lstat64
+#pragma weak __xstat64
+#pragma weak __lxstat64
+#pragma weak chmod
+#pragma weak fchmod
+#pragma weak fchmodat
+#pragma weak chown
+#pragma weak lchown
+#pragma weak fchown
+#pragma weak fchownat
+#pragma weak utime
+#pragma weak utimes
+#pragma weak utimensat
+#pragma weak futimens
+#pragma weak unlink
+#pragma weak unlinkat
+#pragma weak rename
+#pragma weak renameat
 #pragma weak getsockname
 #pragma weak getsockopt
 #pragma weak gettid

@@ -172,9 +172,13 @@ pub unsafe extern "C" fn reprise_io_data(buf: *mut u8, len: usize) {
     access::log_data(t, b);
 }
 
-/// Whether regular-file reads are re-executed and hash-checked (`--hash-reads`) rather than
-/// recorded. Decided at record time; replay follows the recorded class of each read.
+/// How regular-file reads go, for the shim's `file_read_class`: bit 0 every one re-executed and
+/// hash-checked (`--hash-reads`), bit 1 none (`--portable`); neither: files of at least
+/// `REEXEC_FILE_SIZE` bytes are. Decided at record time; replay follows each read's recorded
+/// class. Plain code (also called from the SIGSYS handler).
 #[no_mangle]
-pub extern "C" fn reprise_hash_reads() -> c_int {
-    (reprise_active() != 0 && state::config().flags & reprise_proto::FLAG_HASH_READS != 0) as c_int
+pub extern "C" fn reprise_read_flags() -> c_int {
+    let f = state::config().flags;
+    (f & reprise_proto::FLAG_HASH_READS != 0) as c_int
+        | (((f & reprise_proto::FLAG_PORTABLE != 0) as c_int) << 1)
 }

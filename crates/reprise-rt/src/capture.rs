@@ -78,6 +78,7 @@ pub extern "C" fn reprise_capture_end(began: c_int) {
 extern "C" {
     /// `IO_EMULATE` (1) or `IO_REEXEC` (2) for a read of `fd` (the shim's read classes).
     fn reprise_capture_read_class(fd: c_int) -> c_int;
+    fn reprise_hash_bytes(seed: u64, p: *const u8, n: usize) -> u64;
     /// Note that the program writes the file of `fd` (its reads are then recorded).
     fn reprise_capture_mark_written(fd: c_int);
     /// Replay of an open: give descriptor `want` the file for reading, or /dev/null.
@@ -187,10 +188,9 @@ fn data_iov(t: &mut Thread, iov: u64, cnt: u64, mut total: usize) {
 }
 
 fn hash(h: u64, p: u64, n: usize) -> u64 {
-    // SAFETY: n bytes the kernel just wrote at p.
-    let b = unsafe { core::slice::from_raw_parts(p as *const u8, n) };
-    b.iter()
-        .fold(h, |h, &x| (h ^ x as u64).wrapping_mul(0x100_0000_01b3))
+    // SAFETY: n bytes the kernel just wrote (or the program passed) at p; the shim's hash reads
+    // exactly those, with plain loads.
+    unsafe { reprise_hash_bytes(h, p as *const u8, n) }
 }
 
 fn hash_iov(iov: u64, cnt: u64, mut total: usize) -> u64 {
@@ -222,7 +222,8 @@ fn check(t: &mut Thread, live: u64, what: &str) {
             e,
             format_args!(
                 "thread {} diverged at event {e}: {what} gave {live:#x}, the recording {want:#x} \
-                 (the file changed since the recording)",
+                 (the file changed since the recording, or is missing: `record --portable` \
+                 keeps the bytes read)",
                 t.tid
             ),
         );
@@ -342,8 +343,3 @@ fn captured(t: &mut Thread, nr: i64, a: &[u64; 6]) -> Option<i64> {
     })
 }
 
-/// Whether `--hash-reads` was asked for (decided while recording).
-#[no_mangle]
-pub extern "C" fn reprise_hash_reads_cfg() -> c_int {
-    (state::config().flags & reprise_proto::FLAG_HASH_READS != 0) as c_int
-}

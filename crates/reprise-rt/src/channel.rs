@@ -4,7 +4,7 @@
 
 use crate::sys;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use reprise_proto::{put_frame_header, FD_CHANNEL, FRAME_HDR, F_STACK, STACK_MAX};
+use reprise_proto::{put_frame_header, FD_CHANNEL, FRAME_HDR, F_FILE, F_STACK, STACK_MAX};
 
 static LOCK: AtomicU32 = AtomicU32::new(0);
 static BROKEN: AtomicBool = AtomicBool::new(false);
@@ -69,4 +69,35 @@ pub fn send_stack(tid: u32, what: u32, first: Option<u64>) {
         frame[o..o + 8].copy_from_slice(&(*p as u64).to_le_bytes());
     }
     send(&frame[..FRAME_HDR + 8 + 8 * n]);
+}
+
+/// Send a file whose reads are re-executed in replay ([`F_FILE`]), from the C shim when it
+/// first classes a read of it so (while recording): its identity and `path_len` bytes of its
+/// path. Plain code (also reached from the SIGSYS handler): a stack buffer, one write.
+///
+/// # Safety
+/// `path` must point to `path_len` readable bytes (or `path_len` be 0).
+#[no_mangle]
+pub unsafe extern "C" fn reprise_send_file(
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_sec: i64,
+    mtime_nsec: u64,
+    path: *const u8,
+    path_len: usize,
+) {
+    let mut frame = [0u8; FRAME_HDR + 40 + 1024];
+    let n = path_len.min(1024);
+    put_frame_header(&mut frame, F_FILE, 40 + n);
+    for (i, v) in [dev, ino, size, mtime_sec as u64, mtime_nsec].iter().enumerate() {
+        let o = FRAME_HDR + 8 * i;
+        frame[o..o + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    if n > 0 {
+        // SAFETY: the shim passes `path_len` readable bytes at `path`.
+        let p = unsafe { core::slice::from_raw_parts(path, n) };
+        frame[FRAME_HDR + 40..FRAME_HDR + 40 + n].copy_from_slice(p);
+    }
+    send(&frame[..FRAME_HDR + 40 + n]);
 }

@@ -6,8 +6,10 @@
 //! The launcher links this crate's archive into `libreprise_rt.so` with
 //! `-init=reprise_preload_init`, so the runtime starts before any constructor of the program
 //! and removes `LD_PRELOAD` from the environment before the program can read it (its children
-//! do not inherit it). Record and replay do this identically: the entry's bytes stay on the
-//! stack where they were, only the `environ` array changes, so addresses stay equal.
+//! do not inherit it). Record and replay do this identically: the entry stays on the stack
+//! where it was, only the `environ` array changes and the entry's bytes are overwritten with
+//! NULs (the kernel's copy, `/proc/self/environ`, reads them from there), so addresses stay
+//! equal.
 #![allow(unsafe_code)]
 
 use core::ffi::c_char;
@@ -73,7 +75,18 @@ pub fn hide_ld_preload() {
                         m += 1;
                     }
                     core::ptr::copy(rest, val, m + 1);
+                    // The old tail, after the new terminator, would show in
+                    // /proc/self/environ.
+                    for k in m + 1..m + 1 + n {
+                        core::ptr::write_volatile(val.add(k), 0);
+                    }
                 } else {
+                    // The kernel's copy (/proc/self/environ) is these bytes: blank them.
+                    let mut len = KEY.len() + n;
+                    while len > 0 {
+                        len -= 1;
+                        core::ptr::write_volatile(e.add(len), 0);
+                    }
                     let mut j = i;
                     loop {
                         let next = *env.add(j + 1);
