@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The loader's `--list` gets this long (it maps files and prints; it never waits on input).
 const LIST_LIMIT: Duration = Duration::from_secs(10);
@@ -21,7 +21,10 @@ const LIST_LIMIT: Duration = Duration::from_secs(10);
 /// The dynamic loader named by `exe`'s `PT_INTERP`; None for a program without one.
 fn interpreter(exe: &Path) -> Result<Option<PathBuf>> {
     use object::read::elf::{ElfFile64, ProgramHeader};
-    let data = std::fs::read(exe).with_context(|| format!("cannot read {}", exe.display()))?;
+    let f = std::fs::File::open(exe).with_context(|| format!("cannot read {}", exe.display()))?;
+    // SAFETY: a private read-only mapping of the program, as in `syncmode::has_runtime`.
+    let data = unsafe { memmap2::Mmap::map(&f) }
+        .with_context(|| format!("cannot read {}", exe.display()))?;
     let Ok(elf) = ElfFile64::<object::Endianness>::parse(&*data) else {
         return Ok(None);
     };
@@ -69,6 +72,125 @@ fn parse_list(out: &[u8]) -> Vec<Vec<u8>> {
 /// The shared libraries `exe` loads when started in `cwd` with `env`, each with its content
 /// hash: (path as the loader found it, hash). Empty for a program without a loader.
 pub fn resolve(exe: &Path, cwd: &Path, env: &[Vec<u8>]) -> Result<Vec<(Vec<u8>, String)>> {
+    let key = list_key(exe, cwd, env);
+    let listed = match key.as_ref().and_then(|k| cached_list(k, cwd)) {
+        Some(l) => l,
+        None => {
+            let l = list(exe, cwd, env)?;
+            if let Some(k) = &key {
+                remember_list(k, cwd, &l);
+            }
+            l
+        }
+    };
+    let mut libs = Vec::new();
+    for l in listed {
+        let hash = crate::hashcache::file_hash(&absolute(cwd, &l))?;
+        libs.push((l, hash));
+    }
+    Ok(libs)
+}
+
+/// The identity of a file or directory as text (`hashcache::identity`), or "-" when missing.
+fn ident(p: &Path) -> String {
+    match std::fs::metadata(p) {
+        Ok(m) => {
+            let (d, i, n, mt, ct) = crate::hashcache::identity(&m);
+            format!("{d}.{i}.{n}.{mt}.{ct}")
+        }
+        Err(_) => "-".into(),
+    }
+}
+
+/// What the loader's answer depends on, hashed: the program (its identity), the working
+/// directory, every `LD_` variable, the loader's cache and preload list, and the directories of
+/// `LD_LIBRARY_PATH`. None when the program cannot be looked at.
+fn list_key(exe: &Path, cwd: &Path, env: &[Vec<u8>]) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let exe = std::fs::canonicalize(cwd.join(exe)).ok()?;
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for part in [
+        exe.as_os_str().as_bytes(),
+        ident(&exe).as_bytes(),
+        cwd.as_os_str().as_bytes(),
+    ] {
+        h.update(part);
+        h.update(b"\0");
+    }
+    for kv in env.iter().filter(|kv| kv.starts_with(b"LD_")) {
+        h.update(kv);
+        h.update(b"\0");
+        if let Some(dirs) = kv.strip_prefix(b"LD_LIBRARY_PATH=") {
+            for d in dirs.split(|&b| b == b':' || b == b';') {
+                h.update(ident(&cwd.join(Path::new(OsStr::from_bytes(d)))).as_bytes());
+            }
+        }
+    }
+    for f in ["/etc/ld.so.cache", "/etc/ld.so.preload"] {
+        h.update(ident(Path::new(f)).as_bytes());
+    }
+    Some(format!("{:016x}", h.digest()))
+}
+
+/// The cache of loader answers, beside the hash cache: `KEY DIRS-IDENTITY PATH\0PATH...` lines.
+fn list_cache() -> Option<PathBuf> {
+    crate::tracedir::cache_dir().map(|d| d.join("libs"))
+}
+
+/// The identity of the directories the libraries were found in (a library added to one of them
+/// may change what the loader finds).
+fn dirs_ident(cwd: &Path, libs: &[Vec<u8>]) -> String {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for l in libs {
+        let p = absolute(cwd, l);
+        h.update(ident(p.parent().unwrap_or(Path::new("/"))).as_bytes());
+        h.update(ident(&p).as_bytes());
+    }
+    format!("{:016x}", h.digest())
+}
+
+/// A remembered loader answer for `key`, if its libraries and their directories are unchanged.
+fn cached_list(key: &str, cwd: &Path) -> Option<Vec<Vec<u8>>> {
+    let text = std::fs::read(list_cache()?).ok()?;
+    let line = text
+        .split(|&b| b == b'\n')
+        .rev()
+        .find(|l| l.starts_with(key.as_bytes()) && l.get(key.len()) == Some(&b' '))?;
+    let rest = &line[key.len() + 1..];
+    let (dirs, paths) = rest.split_at(rest.iter().position(|&b| b == b' ')?);
+    let libs: Vec<Vec<u8>> = paths[1..]
+        .split(|&b| b == 0)
+        .filter(|p| !p.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
+    (dirs == dirs_ident(cwd, &libs).as_bytes()).then_some(libs)
+}
+
+/// Remember the loader's answer for `key` (appended in one write; the file starts over when
+/// large). A cache that cannot be written only costs the loader's run next time.
+fn remember_list(key: &str, cwd: &Path, libs: &[Vec<u8>]) {
+    use std::io::Write;
+    let Some(path) = list_cache() else { return };
+    if libs.iter().any(|l| l.contains(&b'\n') || l.contains(&0)) {
+        return;
+    }
+    let mut line = format!("{key} {} ", dirs_ident(cwd, libs)).into_bytes();
+    line.extend_from_slice(&libs.join(&0u8));
+    line.push(b'\n');
+    let fresh = std::fs::metadata(&path).is_ok_and(|m| m.len() > 1 << 20);
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(!fresh)
+        .write(true)
+        .truncate(fresh)
+        .open(&path)
+    {
+        let _ = f.write_all(&line);
+    }
+}
+
+/// The libraries the program's loader lists (paths as it printed them).
+fn list(exe: &Path, cwd: &Path, env: &[Vec<u8>]) -> Result<Vec<Vec<u8>>> {
     let Some(interp) = interpreter(exe)? else {
         return Ok(Vec::new());
     };
@@ -89,17 +211,17 @@ pub fn resolve(exe: &Path, cwd: &Path, env: &[Vec<u8>]) -> Result<Vec<(Vec<u8>, 
         .spawn()
         .with_context(|| format!("cannot run the dynamic loader {}", interp.display()))?;
     let mut so = child.stdout.take().expect("piped");
-    let reader = std::thread::spawn(move || {
+    // The loader's output ends when it exits: read it on a thread and wait for that (no
+    // polling), killing a loader that takes too long.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
         use std::io::Read;
         let mut v = Vec::new();
-        so.read_to_end(&mut v).map(|_| v)
+        let _ = tx.send(so.read_to_end(&mut v).map(|_| v));
     });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait()? {
-            break s;
-        }
-        if start.elapsed() > LIST_LIMIT {
+    let out = match rx.recv_timeout(LIST_LIMIT) {
+        Ok(out) => out?,
+        Err(_) => {
             let _ = child.kill();
             let _ = child.wait();
             bail!(
@@ -107,23 +229,15 @@ pub fn resolve(exe: &Path, cwd: &Path, env: &[Vec<u8>]) -> Result<Vec<(Vec<u8>, 
                 interp.display()
             );
         }
-        std::thread::sleep(Duration::from_millis(2));
     };
-    let out = reader
-        .join()
-        .map_err(|_| anyhow::anyhow!("the loader's output reader failed"))??;
+    let status = child.wait()?;
     if !status.success() {
         bail!(
             "the dynamic loader {} could not list the libraries ({status})",
             interp.display()
         );
     }
-    let mut libs = Vec::new();
-    for l in parse_list(&out) {
-        let hash = crate::record::exe_hash(&absolute(cwd, &l))?;
-        libs.push((l, hash));
-    }
-    Ok(libs)
+    Ok(parse_list(&out))
 }
 
 /// Check the recorded libraries before a replay: Err(the `reprise:` line) for one that
@@ -137,7 +251,7 @@ pub fn check(header: &reprise_trace::Header) -> std::result::Result<(), String> 
     let cwd = Path::new(OsStr::from_bytes(&header.cwd));
     for (l, recorded) in libs {
         let p = absolute(cwd, l);
-        match crate::record::exe_hash(&p) {
+        match crate::hashcache::file_hash(&p) {
             Ok(h) if &h == recorded => {}
             Ok(h) => {
                 return Err(format!(

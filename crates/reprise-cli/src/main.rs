@@ -7,6 +7,7 @@
 
 mod bench;
 mod cc;
+mod hashcache;
 mod info;
 mod launch;
 mod libs;

@@ -21,6 +21,19 @@ pub fn dir() -> Result<PathBuf> {
     Ok(d)
 }
 
+/// The directory of reprise's caches (`hashcache`, the loader's library lists):
+/// `$XDG_CACHE_HOME/reprise`, else `~/.cache/reprise`; None when neither can be made (then
+/// nothing is cached).
+pub fn cache_dir() -> Option<PathBuf> {
+    let d = if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        PathBuf::from(d).join("reprise")
+    } else {
+        PathBuf::from(std::env::var_os("HOME")?).join(".cache/reprise")
+    };
+    std::fs::create_dir_all(&d).ok()?;
+    Some(d)
+}
+
 /// A fresh trace path for a program named `name`.
 pub fn new_trace(name: &str) -> Result<PathBuf> {
     let d = dir()?;
