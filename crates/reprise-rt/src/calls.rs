@@ -1,4 +1,4 @@
-//! The runtime's side of the C interposers in `csrc/libc_shim.c` (ordered stdio and libc
+//! The runtime's side of the C interposers in `csrc/shim_*.c` (ordered stdio and libc
 //! random state, recorded clock and identity reads), and the sleep/yield family.
 //!
 //! Sleeps are safe points; while recording they sleep for real and their outcome is recorded;

@@ -2,7 +2,7 @@
 //!
 //! glibc's stdio reads and opens files with its own internal system calls, which no symbol
 //! interposition sees: `scanf`, `fgets`, `getchar`, `fread` on `stdin` or on a `fopen`ed file
-//! call `read` inside libc. While a stdio call runs (the C interposers of `csrc/libc_shim.c`
+//! call `read` inside libc. While a stdio call runs (the C interposers of `csrc/shim_stdio.c`
 //! bracket it with [`reprise_capture_begin`] / [`reprise_capture_end`]), Syscall User Dispatch
 //! traps every system call the thread makes, and the SIGSYS handler ([`handle`]) performs them
 //! the way the runtime's own interposers would:

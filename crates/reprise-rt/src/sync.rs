@@ -308,7 +308,7 @@ pub unsafe extern "C" fn pthread_spin_unlock(l: *mut c_int) -> c_int {
 //
 // A blocking call that is a cancellation point (condition and semaphore waits, joins, sleeps)
 // may end the thread by glibc's forced unwind inside the real call, so the real call must be
-// made from a C frame (`csrc/libc_shim.c`) with no Rust frame between it and the program. The
+// made from a C frame (`csrc/shim_threads.c`) with no Rust frame between it and the program. The
 // C interposer calls a `_pre` step here, which answers what to do, then (PRE_CALL) makes the
 // real call itself and hands its result to the `_post` step. The `_post` step continues the same
 // runtime call (see [`resume`]): it is not a new runtime entry, since replay usually ends in

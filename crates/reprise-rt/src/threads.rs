@@ -18,7 +18,7 @@ use reprise_proto::*;
 static CREATE_LOC: u64 = 0;
 
 /// A new thread's first runtime step, called by the C trampoline (`reprise_trampoline` in
-/// `csrc/libc_shim.c`) before the program's start routine: adopt the slot the parent prepared,
+/// `csrc/shim_threads.c`) before the program's start routine: adopt the slot the parent prepared,
 /// log the start, turn Syscall User Dispatch on. Returns the start routine; its argument goes
 /// to `*arg`.
 ///
@@ -51,7 +51,7 @@ pub extern "C" fn reprise_thread_finish() {
     crate::lifecycle::thread_end();
 }
 
-/// `pthread_exit` (the C interposer in `csrc/libc_shim.c` calls this, then glibc's, which
+/// `pthread_exit` (the C interposer in `csrc/shim_threads.c` calls this, then glibc's, which
 /// unwinds): a safe point. A thread started through the trampoline ends when the unwind
 /// reaches it; the main thread has none (see [`crate::lifecycle::main_unwinding`]).
 #[no_mangle]
@@ -67,7 +67,7 @@ pub extern "C" fn reprise_pthread_exit_begin() {
 }
 
 extern "C" {
-    /// The C trampoline every recorded thread starts in (`csrc/libc_shim.c`).
+    /// The C trampoline every recorded thread starts in (`csrc/shim_threads.c`).
     fn reprise_trampoline(slot: *mut c_void) -> *mut c_void;
 }
 
