@@ -342,7 +342,7 @@ pub extern "C" fn pvalloc(n: usize) -> *mut c_void {
 }
 #[export_name = "reprise_posix_memalign"]
 pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, n: usize) -> c_int {
-    if !align.is_power_of_two() || align % core::mem::size_of::<usize>() != 0 {
+    if !align.is_power_of_two() || !align.is_multiple_of(core::mem::size_of::<usize>()) {
         return libc::EINVAL;
     }
     let p = memalign(align, n);

@@ -133,7 +133,7 @@ fn final_checkpoint(t: &mut Thread) {
         return;
     }
     let e = t.events.load(Ordering::Relaxed);
-    if e % state::CHECKPOINT.load(Ordering::Relaxed) != 0 {
+    if !e.is_multiple_of(state::CHECKPOINT.load(Ordering::Relaxed)) {
         access::checkpoint(t, e);
     }
 }

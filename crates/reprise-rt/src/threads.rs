@@ -131,7 +131,7 @@ pub unsafe extern "C" fn pthread_create(
     });
     if r == 0 {
         // SAFETY: th was filled by the successful real call; the slot is ours to annotate.
-        unsafe { (*child).pthread = *th as u64 };
+        unsafe { (*child).pthread = *th };
     }
     r
 }
@@ -144,7 +144,7 @@ fn join_op(t: pthread_t) -> Option<reprise_core::Op> {
     let n = state::NEXT_TID.load(Ordering::Relaxed);
     // SAFETY: slots below NEXT_TID are initialised.
     (1..n)
-        .find(|&i| unsafe { (*state::slot(i)).pthread } == t as u64)
+        .find(|&i| unsafe { (*state::slot(i)).pthread } == t)
         .map(reprise_core::Op::Join)
 }
 
