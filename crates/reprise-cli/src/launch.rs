@@ -64,6 +64,35 @@ pub struct Launch {
     pub echo: bool,
 }
 
+impl Launch {
+    /// The program a trace header names (path, argv, environment, working directory, stack
+    /// limit), with `config` and `preload`, and every per-mode option off (no watchdog, no
+    /// signals sent on or at the end, no deadlock search, no gdb, not cut, output not echoed):
+    /// record and replay each turn on what they need.
+    pub fn for_header(
+        header: &reprise_trace::Header,
+        config: Vec<u8>,
+        preload: Option<std::path::PathBuf>,
+    ) -> Launch {
+        Launch {
+            exe: header.exe_path.clone(),
+            argv: header.argv.clone(),
+            env: header.env.clone(),
+            cwd: header.cwd.clone(),
+            rlimit_stack: header.rlimit_stack,
+            config,
+            watchdog: None,
+            forward_signals: false,
+            end_signal: None,
+            find_deadlocks: false,
+            gdb: None,
+            cut: false,
+            preload,
+            echo: false,
+        }
+    }
+}
+
 /// gdb commands run before the user's: the signals the runtime uses pass silently (Syscall
 /// User Dispatch's SIGSYS, the hand-over signal 62, timer signals), then gdb lets the
 /// program, waiting for it before its exec, reach the exec and stops there: before `main`, with the

@@ -362,20 +362,14 @@ fn record_one(o: &RecordOpts, announce: bool, notice: bool) -> Result<Run> {
             0
         };
     let launch = Launch {
-        exe: header.exe_path.clone(),
-        argv: header.argv.clone(),
-        env: header.env.clone(),
-        cwd: header.cwd.clone(),
-        rlimit_stack: header.rlimit_stack,
-        config: record_config(o.checkpoint, flags, chaos),
-        watchdog: None,
         forward_signals: true,
-        end_signal: None,
         find_deadlocks: true,
-        gdb: None,
-        cut: false,
-        preload: preload.clone(),
         echo: true,
+        ..Launch::for_header(
+            &header,
+            record_config(o.checkpoint, flags, chaos),
+            preload.clone(),
+        )
     };
     let mut sink = RecordSink {
         w,

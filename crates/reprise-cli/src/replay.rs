@@ -239,24 +239,16 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     type Verified = (ReplaySink, Option<verify::CutVerified>);
     let attempt = |jitter: u64| -> Result<std::result::Result<Verified, String>> {
         let launch = Launch {
-            exe: header.exe_path.clone(),
-            argv: header.argv.clone(),
-            env: header.env.clone(),
-            cwd: header.cwd.clone(),
-            rlimit_stack: header.rlimit_stack,
-            config: config(jitter),
             // Under gdb the program may stay stopped for as long as the user likes.
             watchdog: if o.gdb.is_some() { None } else { Some(timeout) },
-            forward_signals: false,
             end_signal: rec.end.as_ref().and_then(|(end, finals)| {
                 (end.kind == reprise_proto::END_SIGNAL && end.tid == reprise_proto::END_TID_NONE)
                     .then(|| (end.code, finals.iter().map(|(&t, &n)| (t, n)).collect()))
             }),
-            find_deadlocks: false,
             gdb: o.gdb.clone(),
             cut,
-            preload: preload.clone(),
             echo,
+            ..Launch::for_header(&header, config(jitter), preload.clone())
         };
         let mut sink = ReplaySink::default();
         let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
