@@ -49,12 +49,11 @@ static void mark_written(int fd)
     unlock_w();
 }
 
-/* How a read of fd goes (decided while recording). */
-extern int reprise_hash_reads(void);
-
-static int read_class(int fd)
+/* How a read of fd goes (decided while recording), `hash_reads` saying whether reads are
+ * checked by hash (--hash-reads); plain code, raw system calls only. */
+static int read_class_with(int fd, int (*hash_reads)(void))
 {
-    if (fd == 0 || !reprise_hash_reads()) return IO_EMULATE;
+    if (fd == 0 || !hash_reads()) return IO_EMULATE;
     struct stat st;
     if (RAW_FSTAT(fd, &st) != 0 || !S_ISREG(st.st_mode)) return IO_EMULATE;
     struct statfs fs;
@@ -66,23 +65,13 @@ static int read_class(int fd)
     unlock_w();
     return w ? IO_EMULATE : IO_REEXEC;
 }
+
+extern int reprise_hash_reads(void);
+static int read_class(int fd) { return read_class_with(fd, reprise_hash_reads); }
 
 /* For capture.rs (inside the SIGSYS handler: plain code, raw system calls only). */
 extern int reprise_hash_reads_cfg(void);
-int reprise_capture_read_class(int fd)
-{
-    if (fd == 0 || !reprise_hash_reads_cfg()) return IO_EMULATE;
-    struct stat st;
-    if (RAW_FSTAT(fd, &st) != 0 || !S_ISREG(st.st_mode)) return IO_EMULATE;
-    struct statfs fs;
-    if (RAW_FSTATFS(fd, &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC)) return IO_EMULATE;
-    int w = 0;
-    lock_w();
-    for (int i = 0; i < nwritten; i++)
-        if (written[i].dev == st.st_dev && written[i].ino == st.st_ino) w = 1;
-    unlock_w();
-    return w ? IO_EMULATE : IO_REEXEC;
-}
+int reprise_capture_read_class(int fd) { return read_class_with(fd, reprise_hash_reads_cfg); }
 void reprise_capture_mark_written(int fd) { mark_written(fd); }
 /* Replay of an open made inside stdio: descriptor `want` (the recording's) is the file itself
  * for reading when it can be opened, else /dev/null (a file opened for writing always: stdio's
