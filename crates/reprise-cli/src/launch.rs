@@ -233,7 +233,199 @@ fn reader(fd: OwnedFd, tx: mpsc::Sender<Msg>, wrap: fn(Vec<u8>) -> Msg) {
     });
 }
 
+/// How the launcher ends the program while it runs ([`run`]'s loop, each pass while the
+/// program has not exited): a replay's recorded end signal, a cut-short replay's end, a
+/// recorded deadlock, or the watchdog's verdict on a stuck program.
+#[derive(Default)]
+struct Ending {
+    /// When the launcher last sent the program its end.
+    end_sent: Option<Instant>,
+    /// The watchdog stopped the program: the report.
+    stuck: Option<String>,
+    /// The recorder found the program deadlocked and ended it: the report.
+    deadlock: Option<String>,
+}
+
+impl Ending {
+    /// One pass: send what is due to the running program `pid`.
+    fn step(&mut self, l: &Launch, wd: &mut Watchdog, pid: i32) {
+        if let Some((sig, finals)) = &l.end_signal {
+            // Replay of an end by a signal from outside: once every thread is where the
+            // recording's were, send it (again every 200 ms: a thread busy inside the
+            // runtime lets it pass).
+            if self
+                .end_sent
+                .is_none_or(|t| t.elapsed() > Duration::from_millis(200))
+                && wd.reached(finals)
+            {
+                wd.request_end(*sig);
+                // SAFETY: signalling our own child.
+                unsafe { libc::kill(pid, *sig) };
+                self.end_sent = Some(Instant::now());
+            }
+        } else if l.cut {
+            // Sent again every 200 ms until a thread takes it (one busy inside the runtime
+            // lets it pass), never once the runtime is ending the process (a second one
+            // would kill it before it sent what it re-recorded).
+            let finishing = wd
+                .header()
+                .finishing
+                .load(std::sync::atomic::Ordering::SeqCst)
+                != 0;
+            if !finishing
+                && self
+                    .end_sent
+                    .is_none_or(|t| t.elapsed() > Duration::from_millis(200))
+                && (self.end_sent.is_some() || wd.at_cut())
+            {
+                wd.request_end(libc::SIGTERM);
+                // SAFETY: signalling our own child.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+                self.end_sent.get_or_insert(Instant::now());
+            }
+        } else if l.find_deadlocks {
+            match self.end_sent {
+                None => {
+                    if let Some(report) = wd.deadlock(pid) {
+                        wd.request_end(DEADLOCK_SIGNAL);
+                        // SAFETY: signalling our own child.
+                        unsafe { libc::kill(pid, DEADLOCK_SIGNAL) };
+                        self.end_sent = Some(Instant::now());
+                        self.deadlock = Some(report);
+                    }
+                }
+                Some(t) if t.elapsed() > Duration::from_secs(5) => {
+                    // The program did not end: it is killed (the trace is partial).
+                    // SAFETY: killing our own child.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    self.end_sent = Some(Instant::now());
+                }
+                Some(_) => {}
+            }
+        }
+        let sent_long_ago = self
+            .end_sent
+            .is_none_or(|t| t.elapsed() > Duration::from_secs(5));
+        if self.stuck.is_none() && sent_long_ago {
+            if let Some(report) = wd.check(pid) {
+                self.stuck = Some(report);
+                // SAFETY: killing our own child.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+/// Hand `m` to `sink`, the program's output copied to reprise's own as well when `echo`
+/// (stdout flushed at once when `live`); whether `m` was the end of one of the pipes.
+fn deliver(m: Msg, echo: bool, live: bool, sink: &mut dyn Sink) -> Result<bool> {
+    match m {
+        Msg::Events(b) => sink.events(&b)?,
+        Msg::Stdout(b) => {
+            if echo {
+                let mut stdout = std::io::stdout();
+                let _ = stdout.write_all(&b);
+                if live {
+                    let _ = stdout.flush();
+                }
+            }
+            sink.stdout(&b)?
+        }
+        Msg::Stderr(b) => {
+            if echo {
+                let _ = std::io::stderr().write_all(&b);
+            }
+            sink.stderr(&b)?
+        }
+        Msg::Eof => return Ok(true),
+    }
+    Ok(false)
+}
+
+/// The status region (`status`, [`STATUS_SIZE`] bytes) mapped for the watchdog.
+fn map_status(status: &OwnedFd) -> Result<*mut libc::c_void> {
+    // Map the status region for the watchdog (writable: the end request goes the other way).
+    // SAFETY: mapping a memfd we own, of STATUS_SIZE bytes, shared; unmapped never (process
+    // lifetime is short), accessed with atomics only.
+    let status_map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            STATUS_SIZE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            status.as_raw_fd(),
+            0,
+        )
+    };
+    if status_map == libc::MAP_FAILED {
+        bail!("cannot map the status region");
+    }
+    Ok(status_map)
+}
+
+/// [`run`]'s loop while the program `pid` runs: hand what comes through `rx` to `sink`, ask
+/// the runtime to flush, tick the sink, reap the program and (through `ending`) end it when
+/// that is due; until every pipe is closed, or 2 s after the program exited (descendants may
+/// keep the pipes open). The program's exit, if it was reaped.
+fn supervise(
+    l: &Launch,
+    sink: &mut dyn Sink,
+    pid: i32,
+    rx: &mpsc::Receiver<Msg>,
+    wd: &mut Watchdog,
+    ending: &mut Ending,
+) -> Result<Option<reprise_trace::Exit>> {
+    let mut open = 3;
+    let mut exit: Option<reprise_trace::Exit> = None;
+    let mut exited_at: Option<Instant> = None;
+    let mut last_tick = Instant::now();
+    let mut last_flush = Instant::now();
+    while open > 0 {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(m) => {
+                if deliver(m, l.echo, true, sink)? {
+                    open -= 1;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if (l.forward_signals || l.cut) && last_flush.elapsed() >= Duration::from_millis(50) {
+            // Record: ask the runtime to send what it buffered (a cut-short recording then
+            // holds what happened until shortly before the cut).
+            wd.header()
+                .flush_epoch
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            last_flush = Instant::now();
+        }
+        if last_tick.elapsed() >= Duration::from_millis(100) {
+            sink.tick()?;
+            last_tick = Instant::now();
+        }
+        if exit.is_none() {
+            let mut st = 0;
+            // SAFETY: waiting for our own child.
+            let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
+            if r == pid {
+                exit = Some(decode_status(st));
+                exited_at = Some(Instant::now());
+                CHILD.store(0, std::sync::atomic::Ordering::SeqCst);
+            } else {
+                ending.step(l, wd, pid);
+            }
+        } else if exited_at.unwrap().elapsed() > Duration::from_secs(2) {
+            // Descendants keep our pipes open; stop waiting for them.
+            break;
+        }
+    }
+    Ok(exit)
+}
+
 /// Run the program to its end, feeding `sink`.
+// Over 80 lines: one sequence (descriptors and C strings, fork, supervision, drain) whose
+// steps share what must live from before the fork to the end (the descriptors, the strings
+// the child's pointers point into); what stands alone is in its own function (`exec_child`,
+// `supervise`, `Ending::step`, `deliver`, `map_status`).
 pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     let config = memfd("reprise-config", &l.config, 0)?;
     let status = memfd("reprise-status", &[], STATUS_SIZE)?;
@@ -262,22 +454,7 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         rlim_cur: l.rlimit_stack.0,
         rlim_max: l.rlimit_stack.1,
     };
-    // Map the status region for the watchdog (writable: the end request goes the other way).
-    // SAFETY: mapping a memfd we own, of STATUS_SIZE bytes, shared; unmapped never (process
-    // lifetime is short), accessed with atomics only.
-    let status_map = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            STATUS_SIZE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            status.as_raw_fd(),
-            0,
-        )
-    };
-    if status_map == libc::MAP_FAILED {
-        bail!("cannot map the status region");
-    }
+    let status_map = map_status(&status)?;
     // SAFETY: isatty and getpid have no preconditions.
     let own_group = unsafe { libc::isatty(0) } == 0;
     let parent = unsafe { libc::getpid() };
@@ -291,6 +468,17 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         None => None,
     };
     let go = go_pipe.as_ref().map(|(r, _)| r.as_raw_fd());
+    let child = ChildExec {
+        parent,
+        own_group,
+        fds,
+        cwd: &cwd,
+        rl,
+        go,
+        exe: &exe,
+        argv_p: &argv_p,
+        env_p: &env_p,
+    };
     let start = Instant::now();
     // SAFETY: between fork and exec the child only makes async-signal-safe calls (dup2,
     // chdir, setrlimit, personality, setpgid, prctl, getppid, execve, _exit) on data prepared
@@ -300,52 +488,8 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         bail!("fork failed: {}", std::io::Error::last_os_error());
     }
     if pid == 0 {
-        unsafe {
-            // Never outlive the launcher.
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            );
-            if libc::getppid() != parent {
-                libc::_exit(125);
-            }
-            if own_group {
-                libc::setpgid(0, 0);
-            }
-            // The launcher's forwarding handlers are not the program's (exec resets caught
-            // signals; this covers the instant before).
-            for sig in FORWARDED {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-            for (from, to) in fds {
-                if libc::dup2(from, to) < 0 {
-                    libc::_exit(127);
-                }
-            }
-            if libc::chdir(cwd.as_ptr()) != 0 {
-                let m = b"reprise: cannot enter the recorded working directory\n";
-                libc::write(FD_LOG, m.as_ptr().cast(), m.len());
-                libc::_exit(125);
-            }
-            libc::setrlimit(libc::RLIMIT_STACK, &rl);
-            if let Some(fd) = go {
-                // Let gdb attach (Yama's ptrace_scope 1 allows only ancestors otherwise) and
-                // wait here, before the exec, until it has: gdb starts nothing itself, so the
-                // program's environment and stack are the recording's.
-                libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0);
-                let mut b = 0u8;
-                while libc::read(fd, (&mut b as *mut u8).cast(), 1) < 0 {}
-            }
-            let p = libc::personality(0xffff_ffff);
-            libc::personality((p as libc::c_ulong) | libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
-            libc::execve(exe.as_ptr(), argv_p.as_ptr(), env_p.as_ptr());
-            let m = b"reprise: cannot execute the program\n";
-            libc::write(FD_LOG, m.as_ptr().cast(), m.len());
-            libc::_exit(127);
-        }
+        // SAFETY: this is the child, just forked; `child` was prepared before the fork.
+        unsafe { exec_child(&child) }
     }
     if own_group {
         // Also from this side, so a signal sent right after fork finds the group.
@@ -362,120 +506,9 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     reader(ev_r, tx.clone(), Msg::Events);
     reader(out_r, tx.clone(), Msg::Stdout);
     reader(err_r, tx, Msg::Stderr);
-    let mut open = 3;
-    let mut exit: Option<reprise_trace::Exit> = None;
-    let mut exited_at: Option<Instant> = None;
     let mut wd = Watchdog::new(status_map as *const u8, l.watchdog);
-    let mut end_sent: Option<Instant> = None;
-    let mut stuck = None;
-    let mut deadlock = None;
-    let mut last_tick = Instant::now();
-    let mut last_flush = Instant::now();
-    let mut stdout = std::io::stdout();
-    let mut stderr = std::io::stderr();
-    while open > 0 {
-        match rx.recv_timeout(Duration::from_millis(20)) {
-            Ok(Msg::Events(b)) => sink.events(&b)?,
-            Ok(Msg::Stdout(b)) => {
-                if l.echo {
-                    let _ = stdout.write_all(&b);
-                    let _ = stdout.flush();
-                }
-                sink.stdout(&b)?
-            }
-            Ok(Msg::Stderr(b)) => {
-                if l.echo {
-                    let _ = stderr.write_all(&b);
-                }
-                sink.stderr(&b)?
-            }
-            Ok(Msg::Eof) => open -= 1,
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-        if (l.forward_signals || l.cut) && last_flush.elapsed() >= Duration::from_millis(50) {
-            // Record: ask the runtime to send what it buffered (a cut-short recording then
-            // holds what happened until shortly before the cut).
-            wd.header()
-                .flush_epoch
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            last_flush = Instant::now();
-        }
-        if last_tick.elapsed() >= Duration::from_millis(100) {
-            sink.tick()?;
-            last_tick = Instant::now();
-        }
-        if exit.is_none() {
-            let mut st = 0;
-            // SAFETY: waiting for our own child.
-            let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
-            if r == pid {
-                exit = Some(decode_status(st));
-                exited_at = Some(Instant::now());
-                CHILD.store(0, std::sync::atomic::Ordering::SeqCst);
-            } else if let Some((sig, finals)) = &l.end_signal {
-                // Replay of an end by a signal from outside: once every thread is where the
-                // recording's were, send it (again every 200 ms: a thread busy inside the
-                // runtime lets it pass).
-                if end_sent.is_none_or(|t| t.elapsed() > Duration::from_millis(200))
-                    && wd.reached(finals)
-                {
-                    wd.request_end(*sig);
-                    // SAFETY: signalling our own child.
-                    unsafe { libc::kill(pid, *sig) };
-                    end_sent = Some(Instant::now());
-                }
-            } else if l.cut {
-                // Sent again every 200 ms until a thread takes it (one busy inside the runtime
-                // lets it pass), never once the runtime is ending the process (a second one
-                // would kill it before it sent what it re-recorded).
-                let finishing = wd
-                    .header()
-                    .finishing
-                    .load(std::sync::atomic::Ordering::SeqCst)
-                    != 0;
-                if !finishing
-                    && end_sent.is_none_or(|t| t.elapsed() > Duration::from_millis(200))
-                    && (end_sent.is_some() || wd.at_cut())
-                {
-                    wd.request_end(libc::SIGTERM);
-                    // SAFETY: signalling our own child.
-                    unsafe { libc::kill(pid, libc::SIGTERM) };
-                    end_sent.get_or_insert(Instant::now());
-                }
-            } else if l.find_deadlocks {
-                match end_sent {
-                    None => {
-                        if let Some(report) = wd.deadlock(pid) {
-                            wd.request_end(DEADLOCK_SIGNAL);
-                            // SAFETY: signalling our own child.
-                            unsafe { libc::kill(pid, DEADLOCK_SIGNAL) };
-                            end_sent = Some(Instant::now());
-                            deadlock = Some(report);
-                        }
-                    }
-                    Some(t) if t.elapsed() > Duration::from_secs(5) => {
-                        // The program did not end: it is killed (the trace is partial).
-                        // SAFETY: killing our own child.
-                        unsafe { libc::kill(pid, libc::SIGKILL) };
-                        end_sent = Some(Instant::now());
-                    }
-                    Some(_) => {}
-                }
-            }
-            let sent_long_ago = end_sent.is_none_or(|t| t.elapsed() > Duration::from_secs(5));
-            if exit.is_none() && stuck.is_none() && sent_long_ago {
-                if let Some(report) = wd.check(pid) {
-                    stuck = Some(report);
-                    // SAFETY: killing our own child.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                }
-            }
-        } else if exited_at.unwrap().elapsed() > Duration::from_secs(2) {
-            // Descendants keep our pipes open; stop waiting for them.
-            break;
-        }
-    }
+    let mut ending = Ending::default();
+    let mut exit = supervise(l, sink, pid, &rx, &mut wd, &mut ending)?;
     if exit.is_none() {
         let mut st = 0;
         // SAFETY: waiting for our own child.
@@ -488,30 +521,99 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     }
     // Drain what is still queued.
     while let Ok(m) = rx.try_recv() {
-        match m {
-            Msg::Events(b) => sink.events(&b)?,
-            Msg::Stdout(b) => {
-                if l.echo {
-                    let _ = stdout.write_all(&b);
-                }
-                sink.stdout(&b)?
-            }
-            Msg::Stderr(b) => {
-                if l.echo {
-                    let _ = stderr.write_all(&b);
-                }
-                sink.stderr(&b)?
-            }
-            Msg::Eof => {}
-        }
+        deliver(m, l.echo, false, sink)?;
     }
-    let _ = stdout.flush();
+    let _ = std::io::stdout().flush();
     Ok(Ended {
         exit: exit.unwrap(),
         wall: start.elapsed(),
-        stuck,
-        deadlock,
+        stuck: ending.stuck,
+        deadlock: ending.deadlock,
     })
+}
+
+/// What the child needs between fork and exec, all prepared before the fork.
+struct ChildExec<'a> {
+    /// The launcher's pid (the child ends if its parent already changed).
+    parent: libc::pid_t,
+    /// Put the program in its own process group.
+    own_group: bool,
+    /// Descriptors to duplicate: (from, to).
+    fds: [(RawFd, RawFd); 6],
+    cwd: &'a CString,
+    rl: libc::rlimit,
+    /// Under gdb: the pipe end to wait on before the exec.
+    go: Option<RawFd>,
+    exe: &'a CString,
+    argv_p: &'a [*const libc::c_char],
+    env_p: &'a [*const libc::c_char],
+}
+
+/// The child's side of the fork in [`run`]: set up the descriptors, process group, working
+/// directory, stack limit and personality, then exec the program (or end with 125/127).
+///
+/// # Safety
+/// Only in the child just forked by [`run`], before anything else: it makes only
+/// async-signal-safe calls (dup2, chdir, setrlimit, personality, setpgid, prctl, getppid,
+/// execve, _exit) on `c`, whose pointers are valid NUL-terminated arrays.
+unsafe fn exec_child(c: &ChildExec<'_>) -> ! {
+    let ChildExec {
+        parent,
+        own_group,
+        fds,
+        cwd,
+        rl,
+        go,
+        exe,
+        argv_p,
+        env_p,
+    } = *c;
+    unsafe {
+        // Never outlive the launcher.
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if libc::getppid() != parent {
+            libc::_exit(125);
+        }
+        if own_group {
+            libc::setpgid(0, 0);
+        }
+        // The launcher's forwarding handlers are not the program's (exec resets caught
+        // signals; this covers the instant before).
+        for sig in FORWARDED {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+        for (from, to) in fds {
+            if libc::dup2(from, to) < 0 {
+                libc::_exit(127);
+            }
+        }
+        if libc::chdir(cwd.as_ptr()) != 0 {
+            let m = b"reprise: cannot enter the recorded working directory\n";
+            libc::write(FD_LOG, m.as_ptr().cast(), m.len());
+            libc::_exit(125);
+        }
+        libc::setrlimit(libc::RLIMIT_STACK, &rl);
+        if let Some(fd) = go {
+            // Let gdb attach (Yama's ptrace_scope 1 allows only ancestors otherwise) and
+            // wait here, before the exec, until it has: gdb starts nothing itself, so the
+            // program's environment and stack are the recording's.
+            libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0);
+            let mut b = 0u8;
+            while libc::read(fd, (&mut b as *mut u8).cast(), 1) < 0 {}
+        }
+        let p = libc::personality(0xffff_ffff);
+        libc::personality((p as libc::c_ulong) | libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
+        libc::execve(exe.as_ptr(), argv_p.as_ptr(), env_p.as_ptr());
+        let m = b"reprise: cannot execute the program\n";
+        libc::write(FD_LOG, m.as_ptr().cast(), m.len());
+        libc::_exit(127);
+    }
 }
 
 /// Start gdb on the program `pid`, stopped before its exec; the launcher ignores SIGINT from
