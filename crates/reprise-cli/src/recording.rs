@@ -212,14 +212,6 @@ impl Recording {
 
     /// Build the replay config memfd contents for this recording.
     pub fn replay_config(&self, checkpoint: u64, jitter: u64, flags: u64) -> Vec<u8> {
-        fn put<T: Copy>(out: &mut Vec<u8>, v: &T) {
-            // Plain-old-data repr(C) structs of the protocol, written in native layout for
-            // the runtime on this same machine.
-            let b = unsafe {
-                std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>())
-            };
-            out.extend_from_slice(b);
-        }
         let nthreads = self.nthreads();
         let hdr_len = std::mem::size_of::<ConfigHeader>().next_multiple_of(8);
         let sidx_off = hdr_len;
@@ -241,36 +233,7 @@ impl Recording {
         for t in 0..nthreads {
             let rec = self.threads.get(&t).cloned().unwrap_or_default();
             let ti = &mut tidx[t as usize];
-            ti.results_off = (data_off + data.len()) as u64;
-            ti.results_len = rec.results.len() as u64;
-            for p in &rec.results {
-                put(&mut data, p);
-            }
-            ti.digests_off = (data_off + data.len()) as u64;
-            ti.digests_len = rec.digests.len() as u64;
-            for p in &rec.digests {
-                put(&mut data, p);
-            }
-            ti.signals_off = (data_off + data.len()) as u64;
-            ti.signals_len = rec.signals.len() as u64;
-            for p in &rec.signals {
-                put(&mut data, p);
-            }
-            ti.edges_off = (data_off + data.len()) as u64;
-            ti.edges_len = rec.edges.len() as u64;
-            for p in &rec.edges {
-                put(&mut data, p);
-            }
-            ti.data_off = (data_off + data.len()) as u64;
-            for (ev, b) in &rec.data {
-                data.extend_from_slice(&ev.to_le_bytes());
-                data.extend_from_slice(&(b.len() as u32).to_le_bytes());
-                data.extend_from_slice(b);
-            }
-            ti.data_len = (data_off + data.len()) as u64 - ti.data_off;
-            while !data.len().is_multiple_of(8) {
-                data.push(0);
-            }
+            put_thread(&mut data, data_off, &rec, ti);
             ti.final_events = finals.get(&t).copied().unwrap_or(0);
         }
         let model_off = data_off + data.len();
@@ -301,6 +264,50 @@ impl Recording {
         }
         out.extend_from_slice(&data);
         out
+    }
+}
+
+/// Append `v` to `out`, byte for byte.
+fn put<T: Copy>(out: &mut Vec<u8>, v: &T) {
+    // Plain-old-data repr(C) structs of the protocol, written in native layout for
+    // the runtime on this same machine.
+    let b =
+        unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) };
+    out.extend_from_slice(b);
+}
+
+/// Append one thread's records (results, digests, signals, edges, then its input data padded
+/// to 8 bytes) to `data`, which starts at `data_off` in the config, and say where in `ti`.
+fn put_thread(data: &mut Vec<u8>, data_off: usize, rec: &ThreadRec, ti: &mut ThreadIndex) {
+    ti.results_off = (data_off + data.len()) as u64;
+    ti.results_len = rec.results.len() as u64;
+    for p in &rec.results {
+        put(data, p);
+    }
+    ti.digests_off = (data_off + data.len()) as u64;
+    ti.digests_len = rec.digests.len() as u64;
+    for p in &rec.digests {
+        put(data, p);
+    }
+    ti.signals_off = (data_off + data.len()) as u64;
+    ti.signals_len = rec.signals.len() as u64;
+    for p in &rec.signals {
+        put(data, p);
+    }
+    ti.edges_off = (data_off + data.len()) as u64;
+    ti.edges_len = rec.edges.len() as u64;
+    for p in &rec.edges {
+        put(data, p);
+    }
+    ti.data_off = (data_off + data.len()) as u64;
+    for (ev, b) in &rec.data {
+        data.extend_from_slice(&ev.to_le_bytes());
+        data.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        data.extend_from_slice(b);
+    }
+    ti.data_len = (data_off + data.len()) as u64 - ti.data_off;
+    while !data.len().is_multiple_of(8) {
+        data.push(0);
     }
 }
 
