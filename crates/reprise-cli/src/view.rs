@@ -182,6 +182,24 @@ struct StripesShown {
     runs_sampled: bool,
 }
 
+/// The stripe process's name and sort index.
+fn stripe_process_meta() -> [Value; 2] {
+    [
+        meta(
+            PID_STRIPES,
+            0,
+            "process_name",
+            json!({"name": "stripe vectors (time = position in the stripe's vector)"}),
+        ),
+        meta(
+            PID_STRIPES,
+            0,
+            "process_sort_index",
+            json!({"sort_index": 1}),
+        ),
+    ]
+}
+
 /// The stripe tracks: each stripe vector's runs as spans and hand-overs as arrows (numbered
 /// after `id`), sampled beyond [`MAX_STRIPES`] stripes and [`MAX_FLOWS`] arrows.
 fn stripe_tracks(
@@ -200,18 +218,7 @@ fn stripe_tracks(
     let run_budget = (MAX_FLOWS / stripes.len().max(1)).max(100);
     let mut handover_seen = 0usize;
     if !stripes.is_empty() {
-        ev.push(meta(
-            PID_STRIPES,
-            0,
-            "process_name",
-            json!({"name": "stripe vectors (time = position in the stripe's vector)"}),
-        ));
-        ev.push(meta(
-            PID_STRIPES,
-            0,
-            "process_sort_index",
-            json!({"sort_index": 1}),
-        ));
+        ev.extend(stripe_process_meta());
     }
     for (s, v) in &stripes {
         let s = **s;

@@ -405,6 +405,9 @@ pub fn replay_end_reached() -> bool {
 
 /// End the process in the recorded way (see the module doc). Only one thread finishes;
 /// any other thread that tries parks.
+// Over 80 lines: the end sequence of the module doc, step by step (become the finisher, wait
+// for the others' recorded counts in replay, take the stripes, send every record, end); each
+// step relies on the one before.
 pub fn finish(t: &mut Thread, end: ProcessEnd) {
     if state::FINISHER
         .compare_exchange(u32::MAX, t.tid, Ordering::SeqCst, Ordering::SeqCst)
