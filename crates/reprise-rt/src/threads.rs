@@ -27,6 +27,10 @@ static CREATE_LOC: u64 = 0;
 /// can be unwound, and a Rust frame (built with panic=abort) cannot. The thread's end
 /// ([`reprise_thread_finish`]) runs from a cleanup in that C frame, on return and on unwind
 /// alike, after the program's own cleanup handlers and destructors.
+///
+/// # Safety
+/// Called by the C trampoline only, with the slot `pthread_create` prepared and a valid `arg`
+/// out-pointer.
 #[no_mangle]
 pub unsafe extern "C" fn reprise_thread_begin(slot: *mut c_void, arg: *mut *mut c_void) -> usize {
     let t = slot as *mut Thread;
@@ -71,6 +75,9 @@ extern "C" {
     fn reprise_trampoline(slot: *mut c_void) -> *mut c_void;
 }
 
+/// # Safety
+/// Called as libc's `pthread_create` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_create"]
 pub unsafe extern "C" fn pthread_create(
     th: *mut pthread_t,
@@ -206,6 +213,10 @@ pub extern "C" fn reprise_join_post(t: pthread_t, timed: c_int, r: c_int) -> c_i
 
 /// `pthread_tryjoin_np`: its outcome depends on timing: a result; replay reproduces a success
 /// with a blocking join.
+///
+/// # Safety
+/// Called as libc's `pthread_tryjoin_np` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_tryjoin_np"]
 pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int {
     let Some(e) = enter() else {
@@ -229,6 +240,9 @@ pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void)
         r
     }
 }
+/// # Safety
+/// Called as libc's `pthread_kill` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_kill"]
 pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
     if let Some(e) = enter() {
