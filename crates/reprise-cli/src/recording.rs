@@ -220,13 +220,8 @@ impl Recording {
         let mut data: Vec<u8> = Vec::new();
         let mut sidx = vec![StripeIndex::default(); STRIPES];
         for (s, v) in &self.vectors {
-            sidx[*s as usize] = StripeIndex {
-                off: (data_off + data.len()) as u64,
-                len: v.len() as u64,
-            };
-            for e in v {
-                put(&mut data, e);
-            }
+            let (off, len) = put_slice(&mut data, data_off, v);
+            sidx[*s as usize] = StripeIndex { off, len };
         }
         let mut tidx = vec![ThreadIndex::default(); nthreads as usize];
         let finals = self.end.as_ref().map(|e| e.1.clone()).unwrap_or_default();
@@ -276,29 +271,22 @@ fn put<T: Copy>(out: &mut Vec<u8>, v: &T) {
     out.extend_from_slice(b);
 }
 
+/// Append `items` to `data`, which starts at `data_off` in the config; their offset and count.
+fn put_slice<T: Copy>(data: &mut Vec<u8>, data_off: usize, items: &[T]) -> (u64, u64) {
+    let off = (data_off + data.len()) as u64;
+    for p in items {
+        put(data, p);
+    }
+    (off, items.len() as u64)
+}
+
 /// Append one thread's records (results, digests, signals, edges, then its input data padded
 /// to 8 bytes) to `data`, which starts at `data_off` in the config, and say where in `ti`.
 fn put_thread(data: &mut Vec<u8>, data_off: usize, rec: &ThreadRec, ti: &mut ThreadIndex) {
-    ti.results_off = (data_off + data.len()) as u64;
-    ti.results_len = rec.results.len() as u64;
-    for p in &rec.results {
-        put(data, p);
-    }
-    ti.digests_off = (data_off + data.len()) as u64;
-    ti.digests_len = rec.digests.len() as u64;
-    for p in &rec.digests {
-        put(data, p);
-    }
-    ti.signals_off = (data_off + data.len()) as u64;
-    ti.signals_len = rec.signals.len() as u64;
-    for p in &rec.signals {
-        put(data, p);
-    }
-    ti.edges_off = (data_off + data.len()) as u64;
-    ti.edges_len = rec.edges.len() as u64;
-    for p in &rec.edges {
-        put(data, p);
-    }
+    (ti.results_off, ti.results_len) = put_slice(data, data_off, &rec.results);
+    (ti.digests_off, ti.digests_len) = put_slice(data, data_off, &rec.digests);
+    (ti.signals_off, ti.signals_len) = put_slice(data, data_off, &rec.signals);
+    (ti.edges_off, ti.edges_len) = put_slice(data, data_off, &rec.edges);
     ti.data_off = (data_off + data.len()) as u64;
     for (ev, b) in &rec.data {
         data.extend_from_slice(&ev.to_le_bytes());
