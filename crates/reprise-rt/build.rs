@@ -1,8 +1,22 @@
-//! Compiles the C part of the runtime (variadic and bulk libc interposers) into the staticlib.
+//! Compiles the C part of the runtime (variadic and bulk libc interposers, `csrc/shim_*.c`,
+//! one file per concern; `csrc/shim.h` says which) into the staticlib.
+const SOURCES: &[&str] = &[
+    "csrc/shim_stdio.c",
+    "csrc/shim_process.c",
+    "csrc/shim_fdio.c",
+    "csrc/shim_fs.c",
+    "csrc/shim_net.c",
+    "csrc/shim_threads.c",
+    "csrc/shim_names.c",
+];
+
 fn main() {
-    println!("cargo:rerun-if-changed=csrc/libc_shim.c");
+    println!("cargo:rerun-if-changed=csrc/shim.h");
+    for s in SOURCES {
+        println!("cargo:rerun-if-changed={s}");
+    }
     cc::Build::new()
-        .file("csrc/libc_shim.c")
+        .files(SOURCES)
         .opt_level(2)
         .flag("-fno-builtin")
         .flag("-fno-delete-null-pointer-checks")

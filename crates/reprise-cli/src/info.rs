@@ -87,65 +87,81 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
                     footer.wall_ns as f64 / 1e9
                 );
             }
-            if let Some((end, _)) = &rec.end {
-                let mut fault = String::new();
-                if end.kind == reprise_proto::END_FAULT {
-                    fault = format!(": signal {} at address {:#x}", end.code, end.addr);
-                    let exe = &crate::sym::recorded_exe(h);
-                    if let Some(at) = rec
-                        .fault_stack()
-                        .as_ref()
-                        .and_then(|pcs| crate::sym::stack_place(exe, pcs, true))
-                    {
-                        fault.push_str(&format!(", in code at {at}"));
-                    }
-                }
-                println!(
-                    "end: {} in thread {} at event {}{fault}",
-                    crate::verify::end_kind(end.kind),
-                    end.tid,
-                    end.event
-                );
-            }
-            if !rec.trapped.is_empty() {
-                let list: Vec<String> = rec
-                    .trapped
-                    .iter()
-                    .map(|(n, c)| format!("{}x{c}", syscall_name(*n)))
-                    .collect();
-                println!(
-                    "system calls caught by Syscall User Dispatch: {}",
-                    list.join(" ")
-                );
-            }
+            print_end(h, &rec);
+            print_trapped(&rec);
             if records {
-                for (tid, t) in &rec.threads {
-                    println!("thread {tid}: start {:?}", t.start);
-                    for p in &t.results {
-                        println!("  result at event {}: {:#x}", p.event, p.value);
-                    }
-                    for p in &t.signals {
-                        println!("  signal {} at entry {}", p.value, p.event);
-                    }
-                    for p in &t.edges {
-                        let (src, sev) = reprise_proto::edge_source_parts(p.value);
-                        println!(
-                            "  edge into event {} after thread {src} event {sev}",
-                            p.event
-                        );
-                    }
-                    for (ev, b) in &t.data {
-                        println!("  data at event {ev}: {} bytes", b.len());
-                    }
-                    for p in &t.digests {
-                        println!("  digest at event {}: {:#018x}", p.event, p.value);
-                    }
-                }
+                print_records(&rec);
             }
         }
         Ok(0)
     } else {
         Ok(1)
+    }
+}
+
+/// How the process ended, as the runtime saw it (a fault with its source line when the
+/// program has `-g`).
+fn print_end(h: &reprise_trace::Header, rec: &crate::recording::Recording) {
+    if let Some((end, _)) = &rec.end {
+        let mut fault = String::new();
+        if end.kind == reprise_proto::END_FAULT {
+            fault = format!(": signal {} at address {:#x}", end.code, end.addr);
+            let exe = &crate::sym::recorded_exe(h);
+            if let Some(at) = rec
+                .fault_stack()
+                .as_ref()
+                .and_then(|pcs| crate::sym::stack_place(exe, pcs, true))
+            {
+                fault.push_str(&format!(", in code at {at}"));
+            }
+        }
+        println!(
+            "end: {} in thread {} at event {}{fault}",
+            crate::verify::end_kind(end.kind),
+            end.tid,
+            end.event
+        );
+    }
+}
+
+/// The system calls Syscall User Dispatch caught, by name.
+fn print_trapped(rec: &crate::recording::Recording) {
+    if !rec.trapped.is_empty() {
+        let list: Vec<String> = rec
+            .trapped
+            .iter()
+            .map(|(n, c)| format!("{}x{c}", syscall_name(*n)))
+            .collect();
+        println!(
+            "system calls caught by Syscall User Dispatch: {}",
+            list.join(" ")
+        );
+    }
+}
+
+/// Every thread's records (`--records`).
+fn print_records(rec: &crate::recording::Recording) {
+    for (tid, t) in &rec.threads {
+        println!("thread {tid}: start {:?}", t.start);
+        for p in &t.results {
+            println!("  result at event {}: {:#x}", p.event, p.value);
+        }
+        for p in &t.signals {
+            println!("  signal {} at entry {}", p.value, p.event);
+        }
+        for p in &t.edges {
+            let (src, sev) = reprise_proto::edge_source_parts(p.value);
+            println!(
+                "  edge into event {} after thread {src} event {sev}",
+                p.event
+            );
+        }
+        for (ev, b) in &t.data {
+            println!("  data at event {ev}: {} bytes", b.len());
+        }
+        for p in &t.digests {
+            println!("  digest at event {}: {:#018x}", p.event, p.value);
+        }
     }
 }
 

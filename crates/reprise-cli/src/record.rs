@@ -147,6 +147,22 @@ struct RecordSink {
 }
 
 impl RecordSink {
+    /// Writing to `w`; `keep_output`: keep every byte of stdout and stderr.
+    fn new(w: TraceWriter<BufWriter<std::fs::File>>, keep_output: bool) -> RecordSink {
+        RecordSink {
+            w,
+            ev: Vec::new(),
+            out: Vec::new(),
+            err: Vec::new(),
+            last: Instant::now(),
+            rec: Recording::default(),
+            pending: Vec::new(),
+            keep_output,
+            all_out: Vec::new(),
+            all_err: Vec::new(),
+        }
+    }
+
     fn flush(&mut self) -> Result<()> {
         for (k, buf) in [
             (ChunkKind::Events, &mut self.ev),
@@ -250,18 +266,185 @@ struct Run {
     output: String,
 }
 
+/// A fresh `--chaos` seed (odd, never 0) from the clock.
+fn chaos_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64 | 1)
+        .unwrap_or(1)
+}
+
+/// The trace header of a recording of `exe` (`o.cmd` its argv) from here: this environment,
+/// working directory and stack limit, `strategy`, `mode`, the chaos seed and the sync-mode
+/// runtime `preload`'s hash.
+fn record_header(
+    o: &RecordOpts,
+    exe: &std::path::Path,
+    strategy: crate::options::Strategy,
+    mode: crate::options::Mode,
+    chaos: u64,
+    preload: Option<&std::path::Path>,
+) -> Result<Header> {
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: rl is a valid out-parameter.
+    unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut rl) };
+    let env: Vec<Vec<u8>> = std::env::vars_os()
+        .map(|(k, v)| {
+            let mut b = k.into_vec();
+            b.push(b'=');
+            b.extend(v.into_vec());
+            b
+        })
+        .collect();
+    let libs = match crate::libs::resolve(exe, &cwd, &env) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            eprintln!("reprise: warning: cannot list the shared libraries of {} ({e:#}): a replay cannot check them", exe.display());
+            None
+        }
+    };
+    Ok(Header {
+        libs,
+        format_version: reprise_trace::TRACE_VERSION,
+        runtime_version: env!("CARGO_PKG_VERSION").into(),
+        strategy: strategy.name().to_string(),
+        exe_path: exe.as_os_str().as_bytes().to_vec(),
+        exe_hash: exe_hash(exe)?,
+        argv: o.cmd.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        env,
+        cwd: cwd.as_os_str().as_bytes().to_vec(),
+        rlimit_stack: (rl.rlim_cur, rl.rlim_max),
+        stripes: reprise_proto::STRIPES as u32,
+        checkpoint_interval: o.checkpoint,
+        created_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        extra: [
+            ("hash_reads".to_string(), o.hash_reads.to_string()),
+            ("portable".to_string(), o.portable.to_string()),
+            ("sud".to_string(), (!o.no_sud).to_string()),
+            ("chaos_seed".to_string(), chaos.to_string()),
+            ("mode".to_string(), mode.name().to_string()),
+            (
+                "runtime_so_hash".to_string(),
+                match preload {
+                    Some(so) => exe_hash(so)?,
+                    None => String::new(),
+                },
+            ),
+        ]
+        .into_iter()
+        .collect(),
+    })
+}
+
+/// The config flags of a recording: the strategy's, sync mode, `--hash-reads`, `--portable`,
+/// `--no-sud`.
+fn record_flags(o: &RecordOpts, strategy: crate::options::Strategy, sync: bool) -> u64 {
+    strategy.flag()
+        | if sync { reprise_proto::FLAG_SYNC } else { 0 }
+        | if o.hash_reads {
+            reprise_proto::FLAG_HASH_READS
+        } else {
+            0
+        }
+        | if o.portable {
+            reprise_proto::FLAG_PORTABLE
+        } else {
+            0
+        }
+        | if o.no_sud {
+            reprise_proto::FLAG_NO_SUD
+        } else {
+            0
+        }
+}
+
+/// Say why a run of `exe` that sent no events keeps no trace.
+fn say_no_events(exe: &std::path::Path, sync: bool) {
+    if sync {
+        eprintln!(
+            "reprise: the reprise runtime did not start in {} (a statically linked program cannot be recorded in sync mode), so no trace was kept",
+            exe.display()
+        );
+    } else {
+        eprintln!(
+            "reprise: {} reported no events: it was not built with `reprise cc`, so no trace was kept",
+            exe.display()
+        );
+    }
+}
+
+/// Finish the recording of `exe` (`sink`, writing the trace at `path`: its last chunks and
+/// footer); what it leaves: no trace when the program sent no events; else the trace (the latest unless `-o` or not `announce`), what
+/// is worth saying (cut short, where the trace went when `announce`, a deadlock's report), the
+/// status to exit with and the output `--until-output` looks at.
+fn finish_recording(
+    o: &RecordOpts,
+    announce: bool,
+    exe: &std::path::Path,
+    sync: bool,
+    path: PathBuf,
+    mut sink: RecordSink,
+    ended: &launch::Ended,
+) -> Result<Run> {
+    sink.flush()?;
+    let footer = Footer {
+        exit: ended.exit.clone(),
+        wall_ns: ended.wall.as_nanos() as u64,
+        chunks: 0,
+        raw_bytes: 0,
+        deadlock: ended.deadlock.clone(),
+    };
+    sink.w.finish(&footer)?;
+    if sink.rec.frames == 0 {
+        // Nothing to replay: keep no trace (and never make it the latest).
+        let _ = std::fs::remove_file(&path);
+        say_no_events(exe, sync);
+        return Ok(Run {
+            status: NOT_INSTRUMENTED_STATUS,
+            trace: None,
+            output: String::new(),
+        });
+    }
+    if o.output.is_none() && announce {
+        crate::tracedir::set_latest(&path);
+    }
+    if sink.rec.end.is_none() {
+        eprintln!(
+            "reprise: the recording was cut short ({}): a replay checks it up to the cut",
+            crate::replay::cut_reason(&ended.exit)
+        );
+    }
+    if announce {
+        eprintln!("reprise: trace saved to {}", path.display());
+    }
+    if let Some(report) = &ended.deadlock {
+        say_lines("", report);
+    }
+    let mut output = String::from_utf8_lossy(&sink.all_out).into_owned();
+    output.push_str(&String::from_utf8_lossy(&sink.all_err));
+    Ok(Run {
+        status: if ended.deadlock.is_some() {
+            DEADLOCK_STATUS
+        } else {
+            ended.exit.shell_status()
+        },
+        trace: Some(path),
+        output,
+    })
+}
+
 /// Record one run; `announce`: say where the trace went and make it the latest; `notice`: say
 /// that the program is recorded in sync mode, when it is.
 fn record_one(o: &RecordOpts, announce: bool, notice: bool) -> Result<Run> {
     // A fresh seed per run (a run that fails is replayed from what it recorded, not re-run).
-    let chaos = if o.chaos {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64 | 1)
-            .unwrap_or(1)
-    } else {
-        0
-    };
+    let chaos = if o.chaos { chaos_seed() } else { 0 };
     if o.checkpoint == 0 {
         bail!("--checkpoint must be at least 1");
     }
@@ -301,164 +484,22 @@ fn record_one(o: &RecordOpts, announce: bool, notice: bool) -> Result<Run> {
         Some(p) => p.clone(),
         None => crate::tracedir::new_trace(&name)?,
     };
-    let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    let mut rl = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: rl is a valid out-parameter.
-    unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut rl) };
-    let env: Vec<Vec<u8>> = std::env::vars_os()
-        .map(|(k, v)| {
-            let mut b = k.into_vec();
-            b.push(b'=');
-            b.extend(v.into_vec());
-            b
-        })
-        .collect();
-    let libs = match crate::libs::resolve(&exe, &cwd, &env) {
-        Ok(l) => Some(l),
-        Err(e) => {
-            eprintln!("reprise: warning: cannot list the shared libraries of {} ({e:#}): a replay cannot check them", exe.display());
-            None
-        }
-    };
-    let header = Header {
-        libs,
-        format_version: reprise_trace::TRACE_VERSION,
-        runtime_version: env!("CARGO_PKG_VERSION").into(),
-        strategy: strategy.name().to_string(),
-        exe_path: exe.as_os_str().as_bytes().to_vec(),
-        exe_hash: exe_hash(&exe)?,
-        argv: o.cmd.iter().map(|a| a.as_bytes().to_vec()).collect(),
-        env,
-        cwd: cwd.as_os_str().as_bytes().to_vec(),
-        rlimit_stack: (rl.rlim_cur, rl.rlim_max),
-        stripes: reprise_proto::STRIPES as u32,
-        checkpoint_interval: o.checkpoint,
-        created_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        extra: [
-            ("hash_reads".to_string(), o.hash_reads.to_string()),
-            ("portable".to_string(), o.portable.to_string()),
-            ("sud".to_string(), (!o.no_sud).to_string()),
-            ("chaos_seed".to_string(), chaos.to_string()),
-            ("mode".to_string(), mode.name().to_string()),
-            (
-                "runtime_so_hash".to_string(),
-                match &preload {
-                    Some(so) => exe_hash(so)?,
-                    None => String::new(),
-                },
-            ),
-        ]
-        .into_iter()
-        .collect(),
-    };
+    let header = record_header(o, &exe, strategy, mode, chaos, preload.as_deref())?;
     let f = std::fs::File::create(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     let w = TraceWriter::new(BufWriter::new(f), &header)?;
-    let flags = strategy.flag()
-        | if sync { reprise_proto::FLAG_SYNC } else { 0 }
-        | if o.hash_reads {
-            reprise_proto::FLAG_HASH_READS
-        } else {
-            0
-        }
-        | if o.portable {
-            reprise_proto::FLAG_PORTABLE
-        } else {
-            0
-        }
-        | if o.no_sud {
-            reprise_proto::FLAG_NO_SUD
-        } else {
-            0
-        };
+    let flags = record_flags(o, strategy, sync);
     let launch = Launch {
-        exe: header.exe_path.clone(),
-        argv: header.argv.clone(),
-        env: header.env.clone(),
-        cwd: header.cwd.clone(),
-        rlimit_stack: header.rlimit_stack,
-        config: record_config(o.checkpoint, flags, chaos),
-        watchdog: None,
         forward_signals: true,
-        end_signal: None,
         find_deadlocks: true,
-        gdb: None,
-        cut: false,
-        preload: preload.clone(),
         echo: true,
+        ..Launch::for_header(
+            &header,
+            record_config(o.checkpoint, flags, chaos),
+            preload.clone(),
+        )
     };
-    let mut sink = RecordSink {
-        w,
-        ev: Vec::new(),
-        out: Vec::new(),
-        err: Vec::new(),
-        last: Instant::now(),
-        rec: Recording::default(),
-        pending: Vec::new(),
-        keep_output: o.until_output.is_some(),
-        all_out: Vec::new(),
-        all_err: Vec::new(),
-    };
+    let mut sink = RecordSink::new(w, o.until_output.is_some());
     let ended = launch::run(&launch, &mut sink)?;
-    sink.flush()?;
-    let footer = Footer {
-        exit: ended.exit.clone(),
-        wall_ns: ended.wall.as_nanos() as u64,
-        chunks: 0,
-        raw_bytes: 0,
-        deadlock: ended.deadlock.clone(),
-    };
-    sink.w.finish(&footer)?;
-    if sink.rec.frames == 0 {
-        // Nothing to replay: keep no trace (and never make it the latest).
-        let _ = std::fs::remove_file(&path);
-        if sync {
-            eprintln!(
-                "reprise: the reprise runtime did not start in {} (a statically linked program cannot be recorded in sync mode), so no trace was kept",
-                exe.display()
-            );
-        } else {
-            eprintln!(
-                "reprise: {} reported no events: it was not built with `reprise cc`, so no trace was kept",
-                exe.display()
-            );
-        }
-        return Ok(Run {
-            status: NOT_INSTRUMENTED_STATUS,
-            trace: None,
-            output: String::new(),
-        });
-    }
-    if o.output.is_none() && announce {
-        crate::tracedir::set_latest(&path);
-    }
-    if sink.rec.end.is_none() {
-        eprintln!(
-            "reprise: the recording was cut short ({}): a replay checks it up to the cut",
-            crate::replay::cut_reason(&ended.exit)
-        );
-    }
-    if announce {
-        eprintln!("reprise: trace saved to {}", path.display());
-    }
-    if let Some(report) = &ended.deadlock {
-        say_lines("", report);
-    }
-    let mut output = String::from_utf8_lossy(&sink.all_out).into_owned();
-    output.push_str(&String::from_utf8_lossy(&sink.all_err));
-    Ok(Run {
-        status: if ended.deadlock.is_some() {
-            DEADLOCK_STATUS
-        } else {
-            ended.exit.shell_status()
-        },
-        trace: Some(path),
-        output,
-    })
+    finish_recording(o, announce, &exe, sync, path, sink, &ended)
 }

@@ -278,14 +278,6 @@ impl Recording {
 
     /// Build the replay config memfd contents for this recording.
     pub fn replay_config(&self, checkpoint: u64, jitter: u64, flags: u64) -> Vec<u8> {
-        fn put<T: Copy>(out: &mut Vec<u8>, v: &T) {
-            // Plain-old-data repr(C) structs of the protocol, written in native layout for
-            // the runtime on this same machine.
-            let b = unsafe {
-                std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>())
-            };
-            out.extend_from_slice(b);
-        }
         let nthreads = self.nthreads();
         let hdr_len = std::mem::size_of::<ConfigHeader>().next_multiple_of(8);
         let sidx_off = hdr_len;
@@ -294,49 +286,15 @@ impl Recording {
         let mut data: Vec<u8> = Vec::new();
         let mut sidx = vec![StripeIndex::default(); STRIPES];
         for (s, v) in &self.vectors {
-            sidx[*s as usize] = StripeIndex {
-                off: (data_off + data.len()) as u64,
-                len: v.len() as u64,
-            };
-            for e in v {
-                put(&mut data, e);
-            }
+            let (off, len) = put_slice(&mut data, data_off, v);
+            sidx[*s as usize] = StripeIndex { off, len };
         }
         let mut tidx = vec![ThreadIndex::default(); nthreads as usize];
         let finals = self.end.as_ref().map(|e| e.1.clone()).unwrap_or_default();
         for t in 0..nthreads {
             let rec = self.threads.get(&t).cloned().unwrap_or_default();
             let ti = &mut tidx[t as usize];
-            ti.results_off = (data_off + data.len()) as u64;
-            ti.results_len = rec.results.len() as u64;
-            for p in &rec.results {
-                put(&mut data, p);
-            }
-            ti.digests_off = (data_off + data.len()) as u64;
-            ti.digests_len = rec.digests.len() as u64;
-            for p in &rec.digests {
-                put(&mut data, p);
-            }
-            ti.signals_off = (data_off + data.len()) as u64;
-            ti.signals_len = rec.signals.len() as u64;
-            for p in &rec.signals {
-                put(&mut data, p);
-            }
-            ti.edges_off = (data_off + data.len()) as u64;
-            ti.edges_len = rec.edges.len() as u64;
-            for p in &rec.edges {
-                put(&mut data, p);
-            }
-            ti.data_off = (data_off + data.len()) as u64;
-            for (ev, b) in &rec.data {
-                data.extend_from_slice(&ev.to_le_bytes());
-                data.extend_from_slice(&(b.len() as u32).to_le_bytes());
-                data.extend_from_slice(b);
-            }
-            ti.data_len = (data_off + data.len()) as u64 - ti.data_off;
-            while !data.len().is_multiple_of(8) {
-                data.push(0);
-            }
+            put_thread(&mut data, data_off, &rec, ti);
             ti.final_events = finals.get(&t).copied().unwrap_or(0);
         }
         let model_off = data_off + data.len();
@@ -367,6 +325,43 @@ impl Recording {
         }
         out.extend_from_slice(&data);
         out
+    }
+}
+
+/// Append `v` to `out`, byte for byte.
+fn put<T: Copy>(out: &mut Vec<u8>, v: &T) {
+    // Plain-old-data repr(C) structs of the protocol, written in native layout for
+    // the runtime on this same machine.
+    let b =
+        unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) };
+    out.extend_from_slice(b);
+}
+
+/// Append `items` to `data`, which starts at `data_off` in the config; their offset and count.
+fn put_slice<T: Copy>(data: &mut Vec<u8>, data_off: usize, items: &[T]) -> (u64, u64) {
+    let off = (data_off + data.len()) as u64;
+    for p in items {
+        put(data, p);
+    }
+    (off, items.len() as u64)
+}
+
+/// Append one thread's records (results, digests, signals, edges, then its input data padded
+/// to 8 bytes) to `data`, which starts at `data_off` in the config, and say where in `ti`.
+fn put_thread(data: &mut Vec<u8>, data_off: usize, rec: &ThreadRec, ti: &mut ThreadIndex) {
+    (ti.results_off, ti.results_len) = put_slice(data, data_off, &rec.results);
+    (ti.digests_off, ti.digests_len) = put_slice(data, data_off, &rec.digests);
+    (ti.signals_off, ti.signals_len) = put_slice(data, data_off, &rec.signals);
+    (ti.edges_off, ti.edges_len) = put_slice(data, data_off, &rec.edges);
+    ti.data_off = (data_off + data.len()) as u64;
+    for (ev, b) in &rec.data {
+        data.extend_from_slice(&ev.to_le_bytes());
+        data.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        data.extend_from_slice(b);
+    }
+    ti.data_len = (data_off + data.len()) as u64 - ti.data_off;
+    while !data.len().is_multiple_of(8) {
+        data.push(0);
     }
 }
 

@@ -191,24 +191,9 @@ pub fn signal_name(s: i32) -> String {
     n.to_string()
 }
 
-/// Replay; returns the shell status to exit with.
-pub fn replay(o: ReplayOpts) -> Result<i32> {
-    let path = crate::tracedir::resolve(o.trace.clone())?;
-    let loaded = load(&path)?;
-    let why_cut = loaded.cut_reason();
-    let Loaded {
-        header,
-        rec,
-        stdout: out,
-        stderr: err,
-        footer,
-        interrupted,
-    } = loaded;
-    if rec.frames == 0 && interrupted {
-        return fail(
-            "the trace ends without its footer before any runtime events: its recorder was killed before it wrote them, so there is nothing to replay",
-        );
-    }
+/// Whether this reprise can replay a trace with `header` and recording `rec`: Err(Fail) says
+/// why not; else the strategy's config flag.
+fn replayable(header: &reprise_trace::Header, rec: &Recording) -> Result<u64> {
     if rec.frames == 0 {
         return fail(
             "the trace holds no runtime events: the program was not built with `reprise cc`",
@@ -233,6 +218,12 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
             env!("CARGO_PKG_VERSION")
         ));
     }
+    Ok(strategy_flag)
+}
+
+/// The recorded program, as it will run, is the one recorded (same content hash); Err(Fail)
+/// says what changed.
+fn check_exe(header: &reprise_trace::Header) -> Result<()> {
     // The program runs in the recorded directory (a relative path is relative to it): hash
     // the file that will run, not one at the same relative path here.
     let exe: PathBuf = PathBuf::from(std::ffi::OsStr::from_bytes(&header.cwd))
@@ -245,6 +236,204 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     if hash != header.exe_hash {
         return fail(format!("{} changed since the recording (content hash {} now, {} recorded): rebuild it as it was or record again", exe.display(), hash, header.exe_hash));
     }
+    Ok(())
+}
+
+/// Sync mode: the runtime's shared object to preload (a warning when it is not the build the
+/// recording used).
+fn runtime_for(header: &reprise_trace::Header) -> Result<PathBuf> {
+    let so = crate::syncmode::runtime_shared().map_err(|e| Fail(format!("{e:#}")))?;
+    let recorded = header.extra.get("runtime_so_hash").map(String::as_str);
+    if recorded
+        .is_some_and(|h| !h.is_empty() && crate::record::exe_hash(&so).ok().as_deref() != Some(h))
+    {
+        eprintln!("reprise: warning: the runtime {} changed since the recording (reprise was rebuilt): a divergence may come from that", so.display());
+    }
+    Ok(so)
+}
+
+/// The replay config's flags: the strategy's, `FLAG_NO_SUD` when the recording ran without
+/// Syscall User Dispatch, `FLAG_SYNC` in sync mode.
+fn replay_flags(header: &reprise_trace::Header, strategy_flag: u64, sync: bool) -> u64 {
+    strategy_flag
+        | if header
+            .extra
+            .get("sud")
+            .map(|v| v == "false")
+            .unwrap_or(false)
+        {
+            reprise_proto::FLAG_NO_SUD
+        } else {
+            0
+        }
+        | if sync { reprise_proto::FLAG_SYNC } else { 0 }
+}
+
+/// Say what a verified replay verified (a cut-short recording: up to its cut; the attempt
+/// that verified, of up to `attempts`; a recorded deadlock reached again); the status to exit
+/// with.
+fn say_verified(
+    cut_verified: Option<verify::CutVerified>,
+    why_cut: &str,
+    footer: &reprise_trace::Footer,
+    rec: &Recording,
+    attempts: u32,
+    tried: u32,
+) -> i32 {
+    if let Some(v) = cut_verified {
+        eprintln!(
+            "reprise: replay verified up to the end of the recording ({}): {} events, {} threads, {} of {} output bytes",
+            why_cut,
+            v.events,
+            rec.nthreads(),
+            v.out.0,
+            v.out.1
+        );
+        return footer.exit.shell_status();
+    }
+    eprintln!(
+        "reprise: replay verified ({} events, {} threads)",
+        rec.total_events(),
+        rec.nthreads()
+    );
+    if attempts > 1 {
+        eprintln!("reprise: the replay verified on attempt {tried} of up to {attempts}");
+    }
+    if let Some(report) = &footer.deadlock {
+        // Every thread reached its recorded last event, blocked as it was: the same deadlock.
+        crate::record::say_lines("the replay reached the recorded ", report);
+        return crate::record::DEADLOCK_STATUS;
+    }
+    footer.exit.shell_status()
+}
+
+/// A replay that verified: what it produced and, for a cut-short recording, how far it went.
+type Verified = (ReplaySink, Option<verify::CutVerified>);
+
+/// Judge one replay (`sink`, `ended`) against the recording `a` of a trace with `header`
+/// (`cut`: replayed as cut short; `interrupted`: its recorder was killed, so its outputs may
+/// stop short of its events): Ok when it verified, else why not (a divergence the runtime saw, naming the source line
+/// when it can; the watchdog's report; the first difference [`verify`] finds).
+fn judge(
+    header: &reprise_trace::Header,
+    a: &RunOutput<'_>,
+    sink: ReplaySink,
+    ended: launch::Ended,
+    (cut, interrupted): (bool, bool),
+    strategy_flag: u64,
+) -> std::result::Result<Verified, String> {
+    if let Some((_, _, msg)) = &sink.rec.diverged {
+        // Name the source line where the diverging thread was (its access or call).
+        let at = sink.rec.diverge_stack.as_ref().and_then(|(_, pcs)| {
+            crate::sym::stack_place(&crate::sym::recorded_exe(header), pcs, false)
+        });
+        return Err(match at {
+            Some(at) => format!("replay diverged: {msg}, in code at {at}"),
+            None => format!("replay diverged: {msg}"),
+        });
+    }
+    if let Some(report) = ended.stuck {
+        return Err(report);
+    }
+    let b = RunOutput {
+        rec: &sink.rec,
+        stdout: &sink.out,
+        stderr: &sink.err,
+        exit: &ended.exit,
+    };
+    if cut {
+        return match verify::compare_cut(a, &b, interrupted) {
+            Ok(v) => Ok((sink, Some(v))),
+            Err(why) => Err(format!("replay diverged: {why}")),
+        };
+    }
+    let exact_log = verify::model_log_is_exact(strategy_flag);
+    if let Err(why) = verify::compare(a, &b, exact_log) {
+        return Err(format!("replay diverged: {why}"));
+    }
+    Ok((sink, None))
+}
+
+/// A replay that diverged (`msg`, in each of `attempts`): Err(Fail) saying so, and in sync
+/// mode that the program probably has a data race.
+fn say_diverged(msg: &str, attempts: u32, sync: bool) -> Result<i32> {
+    let tries = if attempts > 1 {
+        format!(" (in each of {attempts} attempts)")
+    } else {
+        String::new()
+    };
+    // Sync mode orders synchronisation only: a divergence means the program's
+    // unordered accesses (a data race, inline atomics) went another way than while
+    // recording.
+    if sync {
+        fail(format!("{msg}{tries}\nreprise: the program probably has a data race here: record it with `reprise cc` for exact replay"))
+    } else {
+        fail(format!("{msg}{tries}"))
+    }
+}
+
+/// A recording ended by a terminating signal from outside: the signal and each thread's
+/// recorded final event count, for the launcher to send it at the same point.
+fn end_signal(rec: &Recording) -> Option<(i32, Vec<(u32, u64)>)> {
+    rec.end.as_ref().and_then(|(end, finals)| {
+        (end.kind == reprise_proto::END_SIGNAL && end.tid == reprise_proto::END_TID_NONE)
+            .then(|| (end.code, finals.iter().map(|(&t, &n)| (t, n)).collect()))
+    })
+}
+
+/// The output of the replay that verified, shown once at the end (with several attempts it is
+/// not shown live).
+fn show_output(sink: &ReplaySink) {
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(&sink.out);
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().write_all(&sink.err);
+}
+
+/// Run `attempt` until one verifies, `attempts` times at the most (the first with jitter seed
+/// `seed`); the last verdict and how many were run.
+fn until_verified(
+    attempts: u32,
+    seed: u64,
+    attempt: impl Fn(u64) -> Result<std::result::Result<Verified, String>>,
+) -> Result<(std::result::Result<Verified, String>, u32)> {
+    let mut tried = 0;
+    let verdict = loop {
+        tried += 1;
+        // Attempts after the first vary the timing (seeded delays at every runtime entry).
+        let jitter = if tried == 1 {
+            seed
+        } else {
+            seed.wrapping_add(tried as u64)
+        };
+        let r = attempt(jitter)?;
+        if r.is_ok() || tried >= attempts {
+            break r;
+        }
+    };
+    Ok((verdict, tried))
+}
+
+/// Replay; returns the shell status to exit with.
+pub fn replay(o: ReplayOpts) -> Result<i32> {
+    let path = crate::tracedir::resolve(o.trace.clone())?;
+    let loaded = load(&path)?;
+    let why_cut = loaded.cut_reason();
+    let Loaded {
+        header,
+        rec,
+        stdout: out,
+        stderr: err,
+        footer,
+        interrupted,
+    } = loaded;
+    if rec.frames == 0 && interrupted {
+        return fail(
+            "the trace ends without its footer before any runtime events: its recorder was killed before it wrote them, so there is nothing to replay",
+        );
+    }
+    let strategy_flag = replayable(&header, &rec)?;
+    check_exe(&header)?;
     crate::libs::check(&header).map_err(Fail)?;
     // Files whose reads are re-executed (and hash-checked) must be there, unchanged.
     if let Some(why) = rec.files.iter().find_map(|f| f.changed()) {
@@ -252,14 +441,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     }
     let sync = header.extra.get("mode").is_some_and(|m| m == "sync");
     let preload = if sync {
-        let so = crate::syncmode::runtime_shared().map_err(|e| Fail(format!("{e:#}")))?;
-        let recorded = header.extra.get("runtime_so_hash").map(String::as_str);
-        if recorded.is_some_and(|h| {
-            !h.is_empty() && crate::record::exe_hash(&so).ok().as_deref() != Some(h)
-        }) {
-            eprintln!("reprise: warning: the runtime {} changed since the recording (reprise was rebuilt): a divergence may come from that", so.display());
-        }
-        Some(so)
+        Some(runtime_for(&header)?)
     } else {
         None
     };
@@ -282,152 +464,57 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
         rec.replay_config(
             header.checkpoint_interval,
             jitter,
-            strategy_flag
-                | if header
-                    .extra
-                    .get("sud")
-                    .map(|v| v == "false")
-                    .unwrap_or(false)
-                {
-                    reprise_proto::FLAG_NO_SUD
-                } else {
-                    0
-                }
-                | if sync { reprise_proto::FLAG_SYNC } else { 0 },
+            replay_flags(&header, strategy_flag, sync),
         )
     };
     let attempts = o.attempts.max(1);
     // With several attempts the program's output is shown once, from the attempt that verified
     // (or the last one), not live.
     let echo = attempts == 1;
+    let recorded = RunOutput {
+        rec,
+        stdout: &out,
+        stderr: &err,
+        exit: &footer.exit,
+    };
     // One replay: Ok(Ok(sink, how far a cut-short one went)) verified, Ok(Err(why)) diverged.
-    type Verified = (ReplaySink, Option<verify::CutVerified>);
     let attempt = |jitter: u64| -> Result<std::result::Result<Verified, String>> {
         let launch = Launch {
-            exe: header.exe_path.clone(),
-            argv: header.argv.clone(),
-            env: header.env.clone(),
-            cwd: header.cwd.clone(),
-            rlimit_stack: header.rlimit_stack,
-            config: config(jitter),
             // Under gdb the program may stay stopped for as long as the user likes.
             watchdog: if o.gdb.is_some() { None } else { Some(timeout) },
-            forward_signals: false,
-            end_signal: rec.end.as_ref().and_then(|(end, finals)| {
-                (end.kind == reprise_proto::END_SIGNAL && end.tid == reprise_proto::END_TID_NONE)
-                    .then(|| (end.code, finals.iter().map(|(&t, &n)| (t, n)).collect()))
-            }),
-            find_deadlocks: false,
+            end_signal: end_signal(rec),
             gdb: o.gdb.clone(),
             cut,
-            preload: preload.clone(),
             echo,
+            ..Launch::for_header(&header, config(jitter), preload.clone())
         };
         let mut sink = ReplaySink::default();
         let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
-        if let Some((_, _, msg)) = &sink.rec.diverged {
-            // Name the source line where the diverging thread was (its access or call).
-            let at = sink.rec.diverge_stack.as_ref().and_then(|(_, pcs)| {
-                crate::sym::stack_place(&crate::sym::recorded_exe(&header), pcs, false)
-            });
-            return Ok(Err(match at {
-                Some(at) => format!("replay diverged: {msg}, in code at {at}"),
-                None => format!("replay diverged: {msg}"),
-            }));
-        }
-        if let Some(report) = ended.stuck {
-            return Ok(Err(report));
-        }
-        let a = RunOutput {
-            rec,
-            stdout: &out,
-            stderr: &err,
-            exit: &footer.exit,
-        };
-        let b = RunOutput {
-            rec: &sink.rec,
-            stdout: &sink.out,
-            stderr: &sink.err,
-            exit: &ended.exit,
-        };
-        if cut {
-            return Ok(match verify::compare_cut(&a, &b, interrupted) {
-                Ok(v) => Ok((sink, Some(v))),
-                Err(why) => Err(format!("replay diverged: {why}")),
-            });
-        }
-        let exact_log = verify::model_log_is_exact(strategy_flag);
-        if let Err(why) = verify::compare(&a, &b, exact_log) {
-            return Ok(Err(format!("replay diverged: {why}")));
-        }
-        Ok(Ok((sink, None)))
+        Ok(judge(
+            &header,
+            &recorded,
+            sink,
+            ended,
+            (cut, interrupted),
+            strategy_flag,
+        ))
     };
-    let mut tried = 0;
-    let verdict = loop {
-        tried += 1;
-        // Attempts after the first vary the timing (seeded delays at every runtime entry).
-        let jitter = if tried == 1 {
-            o.jitter
-        } else {
-            o.jitter.wrapping_add(tried as u64)
-        };
-        let r = attempt(jitter)?;
-        if r.is_ok() || tried >= attempts {
-            break r;
-        }
-    };
-    let show = |sink: &ReplaySink| {
-        use std::io::Write;
-        if !echo {
-            let _ = std::io::stdout().write_all(&sink.out);
-            let _ = std::io::stdout().flush();
-            let _ = std::io::stderr().write_all(&sink.err);
-        }
-    };
+    let (verdict, tried) = until_verified(attempts, o.jitter, attempt)?;
     let cut_verified = match verdict {
         Ok((sink, v)) => {
-            show(&sink);
+            if !echo {
+                show_output(&sink);
+            }
             v
         }
-        Err(msg) => {
-            let tries = if attempts > 1 {
-                format!(" (in each of {attempts} attempts)")
-            } else {
-                String::new()
-            };
-            // Sync mode orders synchronisation only: a divergence means the program's
-            // unordered accesses (a data race, inline atomics) went another way than while
-            // recording.
-            return if sync {
-                fail(format!("{msg}{tries}\nreprise: the program probably has a data race here: record it with `reprise cc` for exact replay"))
-            } else {
-                fail(format!("{msg}{tries}"))
-            };
-        }
+        Err(msg) => return say_diverged(&msg, attempts, sync),
     };
-    if let Some(v) = cut_verified {
-        eprintln!(
-            "reprise: replay verified up to the end of the recording ({}): {} events, {} threads, {} of {} output bytes",
-            why_cut,
-            v.events,
-            rec.nthreads(),
-            v.out.0,
-            v.out.1
-        );
-        return Ok(footer.exit.shell_status());
-    }
-    eprintln!(
-        "reprise: replay verified ({} events, {} threads)",
-        rec.total_events(),
-        rec.nthreads()
-    );
-    if attempts > 1 {
-        eprintln!("reprise: the replay verified on attempt {tried} of up to {attempts}");
-    }
-    if let Some(report) = &footer.deadlock {
-        // Every thread reached its recorded last event, blocked as it was: the same deadlock.
-        crate::record::say_lines("the replay reached the recorded ", report);
-        return Ok(crate::record::DEADLOCK_STATUS);
-    }
-    Ok(footer.exit.shell_status())
+    Ok(say_verified(
+        cut_verified,
+        &why_cut,
+        &footer,
+        rec,
+        attempts,
+        tried,
+    ))
 }

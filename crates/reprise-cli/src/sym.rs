@@ -89,9 +89,15 @@ impl Place {
             || f.starts_with("reprise")
             || f.starts_with("core::")
             || file.ends_with(".rs")
-            || file.ends_with("libc_shim.c")
+            || is_runtime_c(file)
             || self.file.is_none()
     }
+}
+
+/// A C source of the runtime (`crates/reprise-rt/csrc/`: `shim.h` and `shim_*.c`).
+fn is_runtime_c(file: &str) -> bool {
+    let name = file.rsplit('/').next().unwrap_or(file);
+    name == "shim.h" || (name.starts_with("shim_") && name.ends_with(".c"))
 }
 
 impl std::fmt::Display for Place {

@@ -39,6 +39,15 @@ fn first_diff(a: &[u8], b: &[u8]) -> usize {
 /// the strategy's re-recorded log must equal the recorded one ([`model_log_is_exact`]).
 pub fn compare(rec: &RunOutput<'_>, rep: &RunOutput<'_>, exact_log: bool) -> Result<(), String> {
     // The end first: a different end explains most other differences.
+    compare_end(rec, rep)?;
+    compare_threads(rec, rep)?;
+    compare_order(rec, rep, exact_log)?;
+    compare_output(rec, rep)
+}
+
+/// The end leg of [`compare`]: the exit status, the process end and every thread's final
+/// event count.
+fn compare_end(rec: &RunOutput<'_>, rep: &RunOutput<'_>) -> Result<(), String> {
     if rec.exit != rep.exit {
         return Err(format!(
             "the recording ended with {}, the replay with {}",
@@ -83,6 +92,12 @@ pub fn compare(rec: &RunOutput<'_>, rep: &RunOutput<'_>, exact_log: bool) -> Res
             return Err("neither the recording nor the replay has the process end".into());
         }
     }
+    Ok(())
+}
+
+/// The per-thread legs of [`compare`]: each thread's start, checkpoints, signal deliveries,
+/// input records and results.
+fn compare_threads(rec: &RunOutput<'_>, rep: &RunOutput<'_>) -> Result<(), String> {
     for (tid, a) in &rec.rec.threads {
         let empty = Default::default();
         let b = rep.rec.threads.get(tid).unwrap_or(&empty);
@@ -138,6 +153,12 @@ pub fn compare(rec: &RunOutput<'_>, rep: &RunOutput<'_>, exact_log: bool) -> Res
             ));
         }
     }
+    Ok(())
+}
+
+/// The order legs of [`compare`]: the strategy's log (when `exact_log`) and the access
+/// vectors of every stripe.
+fn compare_order(rec: &RunOutput<'_>, rep: &RunOutput<'_>, exact_log: bool) -> Result<(), String> {
     if exact_log && rec.rec.model_log != rep.rec.model_log {
         return Err(format!(
             "the strategy's log re-recorded in the replay ({} bytes) differs from the trace's ({} bytes): the replay followed a different order",
@@ -171,6 +192,11 @@ pub fn compare(rec: &RunOutput<'_>, rep: &RunOutput<'_>, exact_log: bool) -> Res
             "the replay accessed stripe {s}, which the recording never did"
         ));
     }
+    Ok(())
+}
+
+/// The output leg of [`compare`]: stdout and stderr, byte for byte.
+fn compare_output(rec: &RunOutput<'_>, rep: &RunOutput<'_>) -> Result<(), String> {
     for (name, a, b) in [
         ("stdout", rec.stdout, rep.stdout),
         ("stderr", rec.stderr, rep.stderr),
@@ -233,21 +259,7 @@ pub fn compare_cut(
         }
     };
     let finals = &finals;
-    for (s, b) in &rep.rec.vectors {
-        let empty = Vec::new();
-        let a = rec.rec.vectors.get(s).unwrap_or(&empty);
-        // The replay's last run of a stripe may be shorter than the recorded run (cut inside).
-        let n = b.len();
-        let ok = n <= a.len()
-            && a[..n.saturating_sub(1)] == b[..n.saturating_sub(1)]
-            && (n == 0 || (a[n - 1].tid == b[n - 1].tid && b[n - 1].count <= a[n - 1].count));
-        if !ok {
-            return Err(format!(
-                "access vector of stripe {s}: the replay's ({n} runs) is not a prefix of the recording's ({} runs)",
-                a.len()
-            ));
-        }
-    }
+    cut_vectors(rec, rep)?;
     for (tid, b) in &rep.rec.threads {
         let empty = Default::default();
         let a = rec.rec.threads.get(tid).unwrap_or(&empty);
@@ -304,6 +316,27 @@ pub fn compare_cut(
         events: finals.values().sum(),
         out,
     })
+}
+
+/// The vector leg of [`compare_cut`]: every access vector of the replay is a prefix of the
+/// recorded one.
+fn cut_vectors(rec: &RunOutput<'_>, rep: &RunOutput<'_>) -> Result<(), String> {
+    for (s, b) in &rep.rec.vectors {
+        let empty = Vec::new();
+        let a = rec.rec.vectors.get(s).unwrap_or(&empty);
+        // The replay's last run of a stripe may be shorter than the recorded run (cut inside).
+        let n = b.len();
+        let ok = n <= a.len()
+            && a[..n.saturating_sub(1)] == b[..n.saturating_sub(1)]
+            && (n == 0 || (a[n - 1].tid == b[n - 1].tid && b[n - 1].count <= a[n - 1].count));
+        if !ok {
+            return Err(format!(
+                "access vector of stripe {s}: the replay's ({n} runs) is not a prefix of the recording's ({} runs)",
+                a.len()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Name of a `ProcessEnd::kind`.

@@ -61,16 +61,19 @@ fn deadlock_wait(line: &str) -> Option<(u32, u64, &str)> {
     Some((t.parse().ok()?, e.parse().ok()?, what))
 }
 
-/// The trace-event document.
-pub fn timeline(
+/// A metadata event (process or track name, sort index).
+fn meta(pid: u32, tid: u32, name: &str, args: Value) -> Value {
+    json!({"ph": "M", "pid": pid, "tid": tid, "ts": 0, "name": name, "args": args})
+}
+
+/// The thread tracks: each thread's life as a span, its recorded results and inputs as
+/// 1-event spans, its signal deliveries as instants.
+fn thread_tracks(
+    ev: &mut Vec<Value>,
     header: &reprise_trace::Header,
     rec: &crate::recording::Recording,
-    footer: &reprise_trace::Footer,
-    sym: Option<&Symbolizer>,
-) -> Value {
-    let mut ev: Vec<Value> = Vec::new();
-    let finals = rec.end.as_ref().map(|e| e.1.clone()).unwrap_or_default();
-    let meta = |pid: u32, tid: u32, name: &str, args: Value| json!({"ph": "M", "pid": pid, "tid": tid, "ts": 0, "name": name, "args": args});
+    finals: &std::collections::BTreeMap<u32, u64>,
+) {
     ev.push(meta(
         PID_THREADS,
         0,
@@ -141,6 +144,12 @@ pub fn timeline(
             }));
         }
     }
+}
+
+/// The ownership edges as flow arrows between thread tracks (sampled beyond [`MAX_FLOWS`]),
+/// numbered from 1: how many edges there are, and how many arrows were drawn.
+fn edge_arrows(ev: &mut Vec<Value>, rec: &crate::recording::Recording) -> (usize, u64) {
+    let nthreads = rec.nthreads();
     // Ownership edges: source (thread, completed count) -> (thread, event).
     let edges: Vec<(u32, u64, u32, u64)> = rec
         .threads
@@ -161,7 +170,44 @@ pub fn timeline(
         ev.push(json!({"ph": "s", "id": id, "pid": PID_THREADS, "tid": src, "ts": sev, "name": "ownership edge", "cat": "edge", "args": args}));
         ev.push(json!({"ph": "f", "bp": "e", "id": id, "pid": PID_THREADS, "tid": t, "ts": e, "name": "ownership edge", "cat": "edge", "args": args}));
     }
-    let edge_flows = id;
+    (edges.len(), id)
+}
+
+/// What [`stripe_tracks`] drew, for the metadata.
+struct StripesShown {
+    shown: usize,
+    total_handovers: usize,
+    keep_every: usize,
+    arrows: u64,
+    runs_sampled: bool,
+}
+
+/// The stripe process's name and sort index.
+fn stripe_process_meta() -> [Value; 2] {
+    [
+        meta(
+            PID_STRIPES,
+            0,
+            "process_name",
+            json!({"name": "stripe vectors (time = position in the stripe's vector)"}),
+        ),
+        meta(
+            PID_STRIPES,
+            0,
+            "process_sort_index",
+            json!({"sort_index": 1}),
+        ),
+    ]
+}
+
+/// The stripe tracks: each stripe vector's runs as spans and hand-overs as arrows (numbered
+/// after `id`), sampled beyond [`MAX_STRIPES`] stripes and [`MAX_FLOWS`] arrows.
+fn stripe_tracks(
+    ev: &mut Vec<Value>,
+    rec: &crate::recording::Recording,
+    mut id: u64,
+) -> StripesShown {
+    let first = id;
     // Stripe vectors (LEAP's memory order; synchronisation objects under every strategy).
     let mut stripes: Vec<(&u32, &Vec<reprise_proto::VecEntry>)> = rec.vectors.iter().collect();
     stripes.sort_by_key(|(s, v)| (std::cmp::Reverse(v.len()), **s));
@@ -172,18 +218,7 @@ pub fn timeline(
     let run_budget = (MAX_FLOWS / stripes.len().max(1)).max(100);
     let mut handover_seen = 0usize;
     if !stripes.is_empty() {
-        ev.push(meta(
-            PID_STRIPES,
-            0,
-            "process_name",
-            json!({"name": "stripe vectors (time = position in the stripe's vector)"}),
-        ));
-        ev.push(meta(
-            PID_STRIPES,
-            0,
-            "process_sort_index",
-            json!({"sort_index": 1}),
-        ));
+        ev.extend(stripe_process_meta());
     }
     for (s, v) in &stripes {
         let s = **s;
@@ -229,6 +264,24 @@ pub fn timeline(
             prev_end = pos;
         }
     }
+    StripesShown {
+        shown: stripes.len(),
+        total_handovers,
+        keep_every,
+        arrows: id - first,
+        runs_sampled: stripes.iter().any(|(_, v)| v.len() > run_budget),
+    }
+}
+
+/// The end of the process as an instant (a fault with its source line), and a deadlock's
+/// waits as spans to the end.
+fn end_marks(
+    ev: &mut Vec<Value>,
+    rec: &crate::recording::Recording,
+    footer: &reprise_trace::Footer,
+    sym: Option<&Symbolizer>,
+    finals: &std::collections::BTreeMap<u32, u64>,
+) {
     // The end.
     if let Some((end, _)) = &rec.end {
         let mut args = json!({
@@ -274,6 +327,22 @@ pub fn timeline(
             }));
         }
     }
+}
+
+/// The trace-event document.
+pub fn timeline(
+    header: &reprise_trace::Header,
+    rec: &crate::recording::Recording,
+    footer: &reprise_trace::Footer,
+    sym: Option<&Symbolizer>,
+) -> Value {
+    let mut ev: Vec<Value> = Vec::new();
+    let finals = rec.end.as_ref().map(|e| e.1.clone()).unwrap_or_default();
+    let nthreads = rec.nthreads();
+    thread_tracks(&mut ev, header, rec, &finals);
+    let (edges, edge_flows) = edge_arrows(&mut ev, rec);
+    let st = stripe_tracks(&mut ev, rec, edge_flows);
+    end_marks(&mut ev, rec, footer, sym, &finals);
     // Track ids start at 1: Perfetto takes thread id 0 for the idle (swapper) thread.
     for e in ev.iter_mut() {
         if let Some(t) = e["tid"].as_u64() {
@@ -286,15 +355,15 @@ pub fn timeline(
         "spans": "the trace has no start and end times of blocking waits or system calls: recorded results (trylock and timed-wait outcomes, clocks, ids) and inputs are 1-event spans at their event",
         "threads": nthreads,
         "track_ids": "tid = reprise's thread id + 1 (stripe + 1 on stripe tracks)",
-        "ownership_edges": edges.len(),
+        "ownership_edges": edges,
         "ownership_edge_arrows": edge_flows,
-        "edges_sampled": edges.len() > MAX_FLOWS,
+        "edges_sampled": edges > MAX_FLOWS,
         "stripes": rec.vectors.len(),
-        "stripes_shown": stripes.len(),
-        "vector_handovers": total_handovers,
-        "vector_handover_arrows": id - edge_flows,
-        "handovers_sampled": keep_every > 1,
-        "vector_runs_sampled": stripes.iter().any(|(_, v)| v.len() > run_budget),
+        "stripes_shown": st.shown,
+        "vector_handovers": st.total_handovers,
+        "vector_handover_arrows": st.arrows,
+        "handovers_sampled": st.keep_every > 1,
+        "vector_runs_sampled": st.runs_sampled,
     });
     json!({"traceEvents": ev, "otherData": metadata, "metadata": metadata})
 }

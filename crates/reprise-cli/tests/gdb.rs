@@ -21,6 +21,7 @@ fn gdb_replay(w: &Work, gdb_args: &[&str]) -> (Output, String) {
     (o, text)
 }
 
+// Over 80 lines: one scenario (a crash caught, then replayed under gdb) checked step by step.
 #[test]
 fn crash_replays_under_gdb_to_a_backtrace() {
     assert!(

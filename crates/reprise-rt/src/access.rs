@@ -98,7 +98,7 @@ pub fn count_event(t: &mut Thread, s: u64, pos: u64, k: u64) {
 #[cold]
 fn checkpoint_due(t: &mut Thread, e: u64) {
     let every = state::CHECKPOINT.load(Ordering::Relaxed);
-    if e % every == 0 {
+    if e.is_multiple_of(every) {
         checkpoint(t, e);
     }
     t.next_ckpt = (e / every + 1) * every;

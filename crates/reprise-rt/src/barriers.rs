@@ -1,7 +1,8 @@
-//! Interposed barriers, `pthread_once` and semaphores: ordered events on their object's
-//! stripe; which thread is a barrier's serial one and how semaphore waits end are recorded
-//! results. The pattern is `sync`'s: see there. Blocking semaphore waits are split in
-//! `_pre`/`_post` halves around the real call, which the C shim makes (a cancellation point).
+//! Interposed barriers, `pthread_once`, C++ function-local statics' guards and semaphores:
+//! ordered events on their object's stripe; which thread is a barrier's serial one, which
+//! initialises a local static and how semaphore waits end are recorded results. The pattern
+//! is `sync`'s: see there. Blocking semaphore waits are split in `_pre`/`_post` halves around
+//! the real call, which the C shim makes (a cancellation point).
 #![allow(unsafe_code)]
 #![allow(missing_docs)]
 
@@ -10,9 +11,13 @@ use crate::entry::enter;
 use crate::real;
 use crate::sync::*;
 use core::ffi::c_int;
+use core::sync::atomic::Ordering;
 use libc::{pthread_barrier_t, sem_t};
 use reprise_proto::*;
 
+/// # Safety
+/// Called as libc's `pthread_barrier_wait` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_barrier_wait"]
 pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_int {
     let Some(mut e) = enter() else {
@@ -27,6 +32,9 @@ pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_in
     access::result(t, Some(r as u32 as u64)) as u32 as c_int
 }
 
+/// # Safety
+/// Called as libc's `pthread_once` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_once"]
 pub unsafe extern "C" fn pthread_once(o: *mut c_int, f: extern "C" fn()) -> c_int {
     let Some(mut e) = enter() else {
@@ -86,6 +94,9 @@ unsafe fn sem_acquire(s: *mut sem_t, attempt: impl FnOnce() -> c_int) -> c_int {
     }
 }
 
+/// # Safety
+/// Called as libc's `sem_trywait` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_sem_trywait"]
 pub unsafe extern "C" fn sem_trywait(s: *mut sem_t) -> c_int {
     unsafe { sem_acquire(s, || real::sem_trywait(s)) }
@@ -151,6 +162,9 @@ pub extern "C" fn reprise_sem_wait_post(s: *mut sem_t, r: c_int) -> c_int {
     unsafe { set_errno(err) };
     r
 }
+/// # Safety
+/// Called as libc's `sem_post` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_sem_post"]
 pub unsafe extern "C" fn sem_post(s: *mut sem_t) -> c_int {
     let Some(mut e) = enter() else {
@@ -161,4 +175,75 @@ pub unsafe extern "C" fn sem_post(s: *mut sem_t) -> c_int {
     take_obj(t, s.cast(), kind::SEM);
     drop(e);
     unsafe { real::sem_post(s) }
+}
+
+// ---- C++ function-local statics ---------------------------------------------------------------
+
+/// `__cxa_guard_acquire`: which thread initialises a function-local static is decided by
+/// arrival order: the outcome is a result and the guard's stripe orders acquire and release.
+/// Record performs the (possibly blocking) real acquire first, with nothing held.
+///
+/// # Safety
+/// Called as libc's `__cxa_guard_acquire` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
+#[export_name = "reprise___cxa_guard_acquire"]
+pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
+    let Some(mut e) = enter() else {
+        return unsafe { real::__cxa_guard_acquire(g) };
+    };
+    let t = e.t();
+    access::safe_point(t);
+    if replaying() {
+        take_obj(t, g.cast(), kind::ONCE);
+        let want = access::result(t, None) as u32 as c_int;
+        let r = blocking(t, WAIT_ONCE, g as usize, || unsafe {
+            real::__cxa_guard_acquire(g)
+        });
+        if r != want {
+            access::diverge(
+                t,
+                t.events.load(Ordering::Relaxed),
+                format_args!(
+                    "thread {}: a function-local static's guard gave {r}, the recording {want}",
+                    t.tid
+                ),
+            );
+        }
+        r
+    } else {
+        let r = blocking(t, WAIT_ONCE, g as usize, || unsafe {
+            real::__cxa_guard_acquire(g)
+        });
+        take_obj(t, g.cast(), kind::ONCE);
+        access::result(t, Some(r as u32 as u64));
+        r
+    }
+}
+/// # Safety
+/// Called as libc's `__cxa_guard_release` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
+#[export_name = "reprise___cxa_guard_release"]
+pub unsafe extern "C" fn __cxa_guard_release(g: *mut u64) {
+    let Some(mut e) = enter() else {
+        return unsafe { real::__cxa_guard_release(g) };
+    };
+    let t = e.t();
+    access::safe_point(t);
+    take_obj(t, g.cast(), kind::ONCE);
+    drop(e);
+    unsafe { real::__cxa_guard_release(g) }
+}
+/// # Safety
+/// Called as libc's `__cxa_guard_abort` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
+#[export_name = "reprise___cxa_guard_abort"]
+pub unsafe extern "C" fn __cxa_guard_abort(g: *mut u64) {
+    let Some(mut e) = enter() else {
+        return unsafe { real::__cxa_guard_abort(g) };
+    };
+    let t = e.t();
+    access::safe_point(t);
+    take_obj(t, g.cast(), kind::ONCE);
+    drop(e);
+    unsafe { real::__cxa_guard_abort(g) }
 }

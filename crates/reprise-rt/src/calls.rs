@@ -1,4 +1,4 @@
-//! The runtime's side of the C interposers in `csrc/libc_shim.c` (ordered stdio and libc
+//! The runtime's side of the C interposers in `csrc/shim_*.c` (ordered stdio and libc
 //! random state, recorded clock and identity reads), and the sleep/yield family.
 //!
 //! Sleeps are safe points; while recording they sleep for real and their outcome is recorded;
@@ -98,6 +98,9 @@ pub extern "C" fn reprise_sleep_post(outcome: u64) {
     }
 }
 
+/// # Safety
+/// Called as libc's `sched_yield` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_sched_yield"]
 pub unsafe extern "C" fn sched_yield() -> c_int {
     if let Some(mut e) = enter() {
@@ -157,6 +160,9 @@ pub unsafe extern "C" fn reprise_io_check(live: u64, what: *const core::ffi::c_c
 }
 
 /// Input bytes: recorded while recording; copied from the trace into `buf` in replay.
+///
+/// # Safety
+/// `buf` is valid for reads (record) and writes (replay) of `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn reprise_io_data(buf: *mut u8, len: usize) {
     if len == 0 {

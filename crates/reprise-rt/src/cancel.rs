@@ -4,7 +4,7 @@
 //! point, inside a real libc call, by glibc's forced unwind. The runtime's cancellation points
 //! (condition and semaphore waits, joins, sleeps, `pthread_testcancel`, descriptor reads and
 //! writes, `accept`, `connect`, `poll`, `select`, `epoll_wait`) make that real call from a C
-//! frame (`csrc/libc_shim.c`) whose cleanup runs during the unwind: [`reprise_cancelled`] logs a
+//! frame (`csrc/shim_*.c`) whose cleanup runs during the unwind: [`reprise_cancelled`] logs a
 //! cancellation mark as the thread's next result, at the event where the call began (and, for
 //! a condition wait, the re-acquisition of its mutex that glibc made for the cleanup handlers).
 //!

@@ -2,7 +2,7 @@
 //!
 //! glibc's stdio reads and opens files with its own internal system calls, which no symbol
 //! interposition sees: `scanf`, `fgets`, `getchar`, `fread` on `stdin` or on a `fopen`ed file
-//! call `read` inside libc. While a stdio call runs (the C interposers of `csrc/libc_shim.c`
+//! call `read` inside libc. While a stdio call runs (the C interposers of `csrc/shim_stdio.c`
 //! bracket it with [`reprise_capture_begin`] / [`reprise_capture_end`]), Syscall User Dispatch
 //! traps every system call the thread makes, and the SIGSYS handler ([`handle`]) performs them
 //! the way the runtime's own interposers would:
@@ -231,6 +231,8 @@ fn check(t: &mut Thread, live: u64, what: &str) {
 }
 
 /// The captured calls; None: not one of them (it runs natively).
+// Over 80 lines: one match arm per captured system call, each short; it runs inside the
+// SIGSYS handler, where the arms share the trapped call's arguments and the thread.
 fn captured(t: &mut Thread, nr: i64, a: &[u64; 6]) -> Option<i64> {
     let fd = a[0] as c_int;
     Some(match nr {

@@ -340,9 +340,12 @@ pub extern "C" fn valloc(n: usize) -> *mut c_void {
 pub extern "C" fn pvalloc(n: usize) -> *mut c_void {
     memalign(4096, n.next_multiple_of(4096))
 }
+/// # Safety
+/// Called as libc's `posix_memalign` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_posix_memalign"]
 pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, n: usize) -> c_int {
-    if !align.is_power_of_two() || align % core::mem::size_of::<usize>() != 0 {
+    if !align.is_power_of_two() || !align.is_multiple_of(core::mem::size_of::<usize>()) {
         return libc::EINVAL;
     }
     let p = memalign(align, n);
@@ -353,6 +356,9 @@ pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, n: 
     unsafe { *out = p };
     0
 }
+/// # Safety
+/// Called as libc's `malloc_usable_size` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_malloc_usable_size"]
 pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
     if p.is_null() {

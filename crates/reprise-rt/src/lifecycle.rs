@@ -133,7 +133,7 @@ fn final_checkpoint(t: &mut Thread) {
         return;
     }
     let e = t.events.load(Ordering::Relaxed);
-    if e % state::CHECKPOINT.load(Ordering::Relaxed) != 0 {
+    if !e.is_multiple_of(state::CHECKPOINT.load(Ordering::Relaxed)) {
         access::checkpoint(t, e);
     }
 }
@@ -150,7 +150,7 @@ fn outside_final(t: &mut Thread) {
         return;
     }
     let e = t.events.load(Ordering::Acquire);
-    if e % state::CHECKPOINT.load(Ordering::Relaxed) != 0 {
+    if !e.is_multiple_of(state::CHECKPOINT.load(Ordering::Relaxed)) {
         access::log_pair(t, R_DIGEST, e, t.digest);
     }
 }
@@ -452,6 +452,9 @@ pub fn replay_end_reached() -> bool {
 
 /// End the process in the recorded way (see the module doc). Only one thread finishes;
 /// any other thread that tries parks.
+// Over 80 lines: the end sequence of the module doc, step by step (become the finisher, wait
+// for the others' recorded counts in replay, take the stripes, send every record, end); each
+// step relies on the one before.
 pub fn finish(t: &mut Thread, end: ProcessEnd) {
     if state::FINISHER
         .compare_exchange(u32::MAX, t.tid, Ordering::SeqCst, Ordering::SeqCst)

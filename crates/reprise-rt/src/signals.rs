@@ -224,6 +224,9 @@ pub fn deliver(t: &mut Thread) {
     }
 }
 
+/// # Safety
+/// Called as libc's `sigaction` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_sigaction"]
 pub unsafe extern "C" fn sigaction(
     sig: c_int,
@@ -404,6 +407,9 @@ fn mask_change(
     }
 }
 
+/// # Safety
+/// Called as libc's `sigprocmask` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_sigprocmask"]
 pub unsafe extern "C" fn sigprocmask(
     how: c_int,
@@ -414,6 +420,9 @@ pub unsafe extern "C" fn sigprocmask(
     mask_change(real_mask(&P, c"sigprocmask"), how, set, old)
 }
 
+/// # Safety
+/// Called as libc's `pthread_sigmask` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_sigmask"]
 pub unsafe extern "C" fn pthread_sigmask(
     how: c_int,
@@ -425,6 +434,10 @@ pub unsafe extern "C" fn pthread_sigmask(
 }
 
 /// `sysv_signal`: a one-shot handler (SA_RESETHAND | SA_NODEFER), through [`sigaction`].
+///
+/// # Safety
+/// Called as libc's `sysv_signal` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_sysv_signal"]
 pub unsafe extern "C" fn sysv_signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
     // SAFETY: building a plain sigaction; `sigaction` above does the rest.
@@ -440,6 +453,9 @@ pub unsafe extern "C" fn sysv_signal(sig: c_int, h: libc::sighandler_t) -> libc:
     }
 }
 
+/// # Safety
+/// Called as libc's `signal` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_signal"]
 pub unsafe extern "C" fn signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
     // SAFETY: building a plain sigaction; `sigaction` above does the rest.
@@ -475,6 +491,9 @@ fn timer_call(f: impl FnOnce() -> c_int, old: *mut c_void, old_size: usize) -> c
     }
 }
 
+/// # Safety
+/// Called as libc's `setitimer` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_setitimer"]
 pub unsafe extern "C" fn setitimer(
     which: c_int,
@@ -492,6 +511,9 @@ pub unsafe extern "C" fn setitimer(
     )
 }
 
+/// # Safety
+/// Called as libc's `alarm` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_alarm"]
 pub unsafe extern "C" fn alarm(s: libc::c_uint) -> libc::c_uint {
     type F = unsafe extern "C" fn(libc::c_uint) -> libc::c_uint;
@@ -500,6 +522,9 @@ pub unsafe extern "C" fn alarm(s: libc::c_uint) -> libc::c_uint {
     timer_call(|| unsafe { real(s) as c_int }, core::ptr::null_mut(), 0) as libc::c_uint
 }
 
+/// # Safety
+/// Called as libc's `timer_settime` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_timer_settime"]
 pub unsafe extern "C" fn timer_settime(
     id: *mut c_void,

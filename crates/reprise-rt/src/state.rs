@@ -393,6 +393,9 @@ pub fn init() -> u32 {
     m
 }
 
+/// Read, check and map the config (fd 1000) and set up the main thread; the mode to run in.
+// Over 80 lines: the runtime's start-up, in order (the config's size and checks, its mapping,
+// then the main thread's slot); each step uses what the one before mapped.
 fn init_inner() -> u32 {
     let Some(size) = sys::fd_size(FD_CONFIG) else {
         return M_OFF;

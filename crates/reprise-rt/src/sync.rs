@@ -186,12 +186,18 @@ unsafe fn release_obj(obj: *const c_void, f: impl FnOnce() -> c_int) -> c_int {
 
 // ---- mutexes ---------------------------------------------------------------------------------
 
+/// # Safety
+/// Called as libc's `pthread_mutex_lock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_mutex_lock"]
 pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY (all interposers): arguments are forwarded unchanged to the real function, whose
     // contract the caller upholds.
     unsafe { acquire(m.cast(), kind::LOCK, || real::pthread_mutex_lock(m)) }
 }
+/// # Safety
+/// Called as libc's `pthread_mutex_trylock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_mutex_trylock"]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
     unsafe {
@@ -203,6 +209,9 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
         )
     }
 }
+/// # Safety
+/// Called as libc's `pthread_mutex_timedlock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_mutex_timedlock"]
 pub unsafe extern "C" fn pthread_mutex_timedlock(
     m: *mut pthread_mutex_t,
@@ -217,6 +226,9 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
         )
     }
 }
+/// # Safety
+/// Called as libc's `pthread_mutex_unlock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_mutex_unlock"]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
     unsafe { release_obj(m.cast(), || real::pthread_mutex_unlock(m)) }
@@ -224,14 +236,23 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
 
 // ---- rwlocks and spinlocks ------------------------------------------------------------------
 
+/// # Safety
+/// Called as libc's `pthread_rwlock_rdlock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_rwlock_rdlock"]
 pub unsafe extern "C" fn pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int {
     unsafe { acquire(l.cast(), kind::LOCK, || real::pthread_rwlock_rdlock(l)) }
 }
+/// # Safety
+/// Called as libc's `pthread_rwlock_wrlock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_rwlock_wrlock"]
 pub unsafe extern "C" fn pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_int {
     unsafe { acquire(l.cast(), kind::LOCK, || real::pthread_rwlock_wrlock(l)) }
 }
+/// # Safety
+/// Called as libc's `pthread_rwlock_tryrdlock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_rwlock_tryrdlock"]
 pub unsafe extern "C" fn pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int {
     unsafe {
@@ -243,6 +264,9 @@ pub unsafe extern "C" fn pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c
         )
     }
 }
+/// # Safety
+/// Called as libc's `pthread_rwlock_trywrlock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_rwlock_trywrlock"]
 pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int {
     unsafe {
@@ -254,6 +278,9 @@ pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c
         )
     }
 }
+/// # Safety
+/// Called as libc's `pthread_rwlock_timedrdlock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_rwlock_timedrdlock"]
 pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
     l: *mut pthread_rwlock_t,
@@ -268,6 +295,9 @@ pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
         )
     }
 }
+/// # Safety
+/// Called as libc's `pthread_rwlock_timedwrlock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_rwlock_timedwrlock"]
 pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
     l: *mut pthread_rwlock_t,
@@ -282,14 +312,23 @@ pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
         )
     }
 }
+/// # Safety
+/// Called as libc's `pthread_rwlock_unlock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_rwlock_unlock"]
 pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int {
     unsafe { release_obj(l.cast(), || real::pthread_rwlock_unlock(l)) }
 }
+/// # Safety
+/// Called as libc's `pthread_spin_lock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_spin_lock"]
 pub unsafe extern "C" fn pthread_spin_lock(l: *mut c_int) -> c_int {
     unsafe { acquire(l.cast(), kind::LOCK, || real::pthread_spin_lock(l)) }
 }
+/// # Safety
+/// Called as libc's `pthread_spin_trylock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_spin_trylock"]
 pub unsafe extern "C" fn pthread_spin_trylock(l: *mut c_int) -> c_int {
     unsafe {
@@ -301,6 +340,9 @@ pub unsafe extern "C" fn pthread_spin_trylock(l: *mut c_int) -> c_int {
         )
     }
 }
+/// # Safety
+/// Called as libc's `pthread_spin_unlock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_spin_unlock"]
 pub unsafe extern "C" fn pthread_spin_unlock(l: *mut c_int) -> c_int {
     unsafe { release_obj(l.cast(), || real::pthread_spin_unlock(l)) }
@@ -310,7 +352,7 @@ pub unsafe extern "C" fn pthread_spin_unlock(l: *mut c_int) -> c_int {
 //
 // A blocking call that is a cancellation point (condition and semaphore waits, joins, sleeps)
 // may end the thread by glibc's forced unwind inside the real call, so the real call must be
-// made from a C frame (`csrc/libc_shim.c`) with no Rust frame between it and the program. The
+// made from a C frame (`csrc/shim_threads.c`) with no Rust frame between it and the program. The
 // C interposer calls a `_pre` step here, which answers what to do, then (PRE_CALL) makes the
 // real call itself and hands its result to the `_post` step. The `_post` step continues the same
 // runtime call (see [`resume`]): it is not a new runtime entry, since replay usually ends in
@@ -473,6 +515,9 @@ pub extern "C" fn reprise_cond_wait_post(m: *mut pthread_mutex_t, timed: c_int, 
     r
 }
 
+/// # Safety
+/// Called as libc's `pthread_mutex_clocklock` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_mutex_clocklock"]
 pub unsafe extern "C" fn pthread_mutex_clocklock(
     m: *mut pthread_mutex_t,
@@ -488,76 +533,24 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
         )
     }
 }
+/// # Safety
+/// Called as libc's `pthread_cond_signal` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_cond_signal"]
 pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
     unsafe { release(|| real::pthread_cond_signal(c)) }
 }
+/// # Safety
+/// Called as libc's `pthread_cond_broadcast` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_cond_broadcast"]
 pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int {
     unsafe { release(|| real::pthread_cond_broadcast(c)) }
 }
 
-// ---- C++ function-local statics ---------------------------------------------------------------
-
-/// `__cxa_guard_acquire`: which thread initialises a function-local static is decided by
-/// arrival order: the outcome is a result and the guard's stripe orders acquire and release.
-/// Record performs the (possibly blocking) real acquire first, with nothing held.
-#[export_name = "reprise___cxa_guard_acquire"]
-pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
-    let Some(mut e) = enter() else {
-        return unsafe { real::__cxa_guard_acquire(g) };
-    };
-    let t = e.t();
-    access::safe_point(t);
-    if replaying() {
-        take_obj(t, g.cast(), kind::ONCE);
-        let want = access::result(t, None) as u32 as c_int;
-        let r = blocking(t, WAIT_ONCE, g as usize, || unsafe {
-            real::__cxa_guard_acquire(g)
-        });
-        if r != want {
-            access::diverge(
-                t,
-                t.events.load(Ordering::Relaxed),
-                format_args!(
-                    "thread {}: a function-local static's guard gave {r}, the recording {want}",
-                    t.tid
-                ),
-            );
-        }
-        r
-    } else {
-        let r = blocking(t, WAIT_ONCE, g as usize, || unsafe {
-            real::__cxa_guard_acquire(g)
-        });
-        take_obj(t, g.cast(), kind::ONCE);
-        access::result(t, Some(r as u32 as u64));
-        r
-    }
-}
-#[export_name = "reprise___cxa_guard_release"]
-pub unsafe extern "C" fn __cxa_guard_release(g: *mut u64) {
-    let Some(mut e) = enter() else {
-        return unsafe { real::__cxa_guard_release(g) };
-    };
-    let t = e.t();
-    access::safe_point(t);
-    take_obj(t, g.cast(), kind::ONCE);
-    drop(e);
-    unsafe { real::__cxa_guard_release(g) }
-}
-#[export_name = "reprise___cxa_guard_abort"]
-pub unsafe extern "C" fn __cxa_guard_abort(g: *mut u64) {
-    let Some(mut e) = enter() else {
-        return unsafe { real::__cxa_guard_abort(g) };
-    };
-    let t = e.t();
-    access::safe_point(t);
-    take_obj(t, g.cast(), kind::ONCE);
-    drop(e);
-    unsafe { real::__cxa_guard_abort(g) }
-}
-
+/// # Safety
+/// Called as libc's `munmap` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_munmap"]
 pub unsafe extern "C" fn munmap(a: *mut c_void, n: usize) -> c_int {
     if let Some(mut e) = enter() {

@@ -259,6 +259,14 @@ impl ErrnoGuard {
     }
 }
 
+impl Default for ErrnoGuard {
+    /// The same as [`ErrnoGuard::new`]: saves the current errno.
+    #[inline]
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Drop for ErrnoGuard {
     #[inline]
     fn drop(&mut self) {

@@ -18,7 +18,7 @@ use reprise_proto::*;
 static CREATE_LOC: u64 = 0;
 
 /// A new thread's first runtime step, called by the C trampoline (`reprise_trampoline` in
-/// `csrc/libc_shim.c`) before the program's start routine: adopt the slot the parent prepared,
+/// `csrc/shim_threads.c`) before the program's start routine: adopt the slot the parent prepared,
 /// log the start, turn Syscall User Dispatch on. Returns the start routine; its argument goes
 /// to `*arg`.
 ///
@@ -27,6 +27,10 @@ static CREATE_LOC: u64 = 0;
 /// can be unwound, and a Rust frame (built with panic=abort) cannot. The thread's end
 /// ([`reprise_thread_finish`]) runs from a cleanup in that C frame, on return and on unwind
 /// alike, after the program's own cleanup handlers and destructors.
+///
+/// # Safety
+/// Called by the C trampoline only, with the slot `pthread_create` prepared and a valid `arg`
+/// out-pointer.
 #[no_mangle]
 pub unsafe extern "C" fn reprise_thread_begin(slot: *mut c_void, arg: *mut *mut c_void) -> usize {
     let t = slot as *mut Thread;
@@ -51,7 +55,7 @@ pub extern "C" fn reprise_thread_finish() {
     crate::lifecycle::thread_end();
 }
 
-/// `pthread_exit` (the C interposer in `csrc/libc_shim.c` calls this, then glibc's, which
+/// `pthread_exit` (the C interposer in `csrc/shim_threads.c` calls this, then glibc's, which
 /// unwinds): a safe point. A thread started through the trampoline ends when the unwind
 /// reaches it; the main thread has none (see [`crate::lifecycle::main_unwinding`]).
 #[no_mangle]
@@ -67,10 +71,13 @@ pub extern "C" fn reprise_pthread_exit_begin() {
 }
 
 extern "C" {
-    /// The C trampoline every recorded thread starts in (`csrc/libc_shim.c`).
+    /// The C trampoline every recorded thread starts in (`csrc/shim_threads.c`).
     fn reprise_trampoline(slot: *mut c_void) -> *mut c_void;
 }
 
+/// # Safety
+/// Called as libc's `pthread_create` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_create"]
 pub unsafe extern "C" fn pthread_create(
     th: *mut pthread_t,
@@ -131,7 +138,7 @@ pub unsafe extern "C" fn pthread_create(
     });
     if r == 0 {
         // SAFETY: th was filled by the successful real call; the slot is ours to annotate.
-        unsafe { (*child).pthread = *th as u64 };
+        unsafe { (*child).pthread = *th };
     }
     r
 }
@@ -144,7 +151,7 @@ fn join_op(t: pthread_t) -> Option<reprise_core::Op> {
     let n = state::NEXT_TID.load(Ordering::Relaxed);
     // SAFETY: slots below NEXT_TID are initialised.
     (1..n)
-        .find(|&i| unsafe { (*state::slot(i)).pthread } == t as u64)
+        .find(|&i| unsafe { (*state::slot(i)).pthread } == t)
         .map(reprise_core::Op::Join)
 }
 
@@ -208,6 +215,10 @@ pub extern "C" fn reprise_join_post(t: pthread_t, timed: c_int, r: c_int) -> c_i
 
 /// `pthread_tryjoin_np`: its outcome depends on timing: a result; replay reproduces a success
 /// with a blocking join.
+///
+/// # Safety
+/// Called as libc's `pthread_tryjoin_np` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_tryjoin_np"]
 pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int {
     let Some(mut e) = enter() else {
@@ -231,6 +242,9 @@ pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void)
         r
     }
 }
+/// # Safety
+/// Called as libc's `pthread_kill` (through its weak stub), with its contract: every pointer
+/// argument valid as that function requires.
 #[export_name = "reprise_pthread_kill"]
 pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
     if let Some(mut e) = enter() {

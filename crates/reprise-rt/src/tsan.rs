@@ -174,44 +174,74 @@ pub extern "C" fn __tsan_atomic_signal_fence(_mo: i32) {
 
 macro_rules! atomics {
     ($($n:literal $t:ty, $at:ty;)*) => {$( paste::paste! {
+        /// # Safety
+        /// Called by the compiler's instrumentation (its contract): `a` points to an aligned atomic
+        /// object of this width.
         #[no_mangle]
         pub unsafe extern "C" fn [<__tsan_atomic $n _load>](a: *mut $t, _mo: i32) -> $t {
             // SAFETY (all below): `a` points to an aligned atomic object of this width, the
             // compiler's contract for these callbacks; the turn on its stripe is held.
             atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.load(Ordering::SeqCst))
         }
+        /// # Safety
+        /// Called by the compiler's instrumentation (its contract): `a` points to an aligned atomic
+        /// object of this width.
         #[no_mangle]
         pub unsafe extern "C" fn [<__tsan_atomic $n _store>](a: *mut $t, v: $t, _mo: i32) {
             atomic(a as usize, $n / 8, || { unsafe { <$at>::from_ptr(a) }.store(v, Ordering::SeqCst); v });
         }
+        /// # Safety
+        /// Called by the compiler's instrumentation (its contract): `a` points to an aligned atomic
+        /// object of this width.
         #[no_mangle]
         pub unsafe extern "C" fn [<__tsan_atomic $n _exchange>](a: *mut $t, v: $t, _mo: i32) -> $t {
             atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.swap(v, Ordering::SeqCst))
         }
+        /// # Safety
+        /// Called by the compiler's instrumentation (its contract): `a` points to an aligned atomic
+        /// object of this width.
         #[no_mangle]
         pub unsafe extern "C" fn [<__tsan_atomic $n _fetch_add>](a: *mut $t, v: $t, _mo: i32) -> $t {
             atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.fetch_add(v, Ordering::SeqCst))
         }
+        /// # Safety
+        /// Called by the compiler's instrumentation (its contract): `a` points to an aligned atomic
+        /// object of this width.
         #[no_mangle]
         pub unsafe extern "C" fn [<__tsan_atomic $n _fetch_sub>](a: *mut $t, v: $t, _mo: i32) -> $t {
             atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.fetch_sub(v, Ordering::SeqCst))
         }
+        /// # Safety
+        /// Called by the compiler's instrumentation (its contract): `a` points to an aligned atomic
+        /// object of this width.
         #[no_mangle]
         pub unsafe extern "C" fn [<__tsan_atomic $n _fetch_and>](a: *mut $t, v: $t, _mo: i32) -> $t {
             atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.fetch_and(v, Ordering::SeqCst))
         }
+        /// # Safety
+        /// Called by the compiler's instrumentation (its contract): `a` points to an aligned atomic
+        /// object of this width.
         #[no_mangle]
         pub unsafe extern "C" fn [<__tsan_atomic $n _fetch_or>](a: *mut $t, v: $t, _mo: i32) -> $t {
             atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.fetch_or(v, Ordering::SeqCst))
         }
+        /// # Safety
+        /// Called by the compiler's instrumentation (its contract): `a` points to an aligned atomic
+        /// object of this width.
         #[no_mangle]
         pub unsafe extern "C" fn [<__tsan_atomic $n _fetch_xor>](a: *mut $t, v: $t, _mo: i32) -> $t {
             atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.fetch_xor(v, Ordering::SeqCst))
         }
+        /// # Safety
+        /// Called by the compiler's instrumentation (its contract): `a` points to an aligned atomic
+        /// object of this width.
         #[no_mangle]
         pub unsafe extern "C" fn [<__tsan_atomic $n _fetch_nand>](a: *mut $t, v: $t, _mo: i32) -> $t {
             atomic(a as usize, $n / 8, || unsafe { <$at>::from_ptr(a) }.fetch_nand(v, Ordering::SeqCst))
         }
+        /// # Safety
+        /// Called by the compiler's instrumentation (its contract): `a` points to an aligned atomic
+        /// object of this width, and `c` to the caller's expected value.
         #[no_mangle]
         pub unsafe extern "C" fn [<__tsan_atomic $n _compare_exchange_strong>](a: *mut $t, c: *mut $t, v: $t, _mo: i32, _fmo: i32) -> i32 {
             let old = atomic(a as usize, $n / 8, || {
@@ -220,10 +250,16 @@ macro_rules! atomics {
             // SAFETY: `c` is the caller's expected-value slot (compiler contract).
             unsafe { if old == *c { 1 } else { *c = old; 0 } }
         }
+        /// # Safety
+        /// Called by the compiler's instrumentation (its contract): `a` points to an aligned atomic
+        /// object of this width, and `c` to the caller's expected value.
         #[no_mangle]
         pub unsafe extern "C" fn [<__tsan_atomic $n _compare_exchange_weak>](a: *mut $t, c: *mut $t, v: $t, mo: i32, fmo: i32) -> i32 {
             unsafe { [<__tsan_atomic $n _compare_exchange_strong>](a, c, v, mo, fmo) }
         }
+        /// # Safety
+        /// Called by the compiler's instrumentation (its contract): `a` points to an aligned atomic
+        /// object of this width.
         #[no_mangle]
         pub unsafe extern "C" fn [<__tsan_atomic $n _compare_exchange_val>](a: *mut $t, c: $t, v: $t, _mo: i32, _fmo: i32) -> $t {
             atomic(a as usize, $n / 8, || {
@@ -253,6 +289,9 @@ fn with128<R>(f: impl FnOnce() -> R) -> R {
 
 macro_rules! atomic128_rmw {
     ($($name:ident: |$o:ident, $v:ident| $e:expr;)*) => {$(
+        /// # Safety
+        /// Called by the compiler's instrumentation (its contract): `a` points to an aligned atomic
+        /// object of this width.
         #[no_mangle]
         pub unsafe extern "C" fn $name(a: *mut u128, $v: u128, _mo: i32) -> u128 {
             // SAFETY: `a` is an aligned 16-byte object (compiler contract); LOCK128 serialises.
@@ -269,11 +308,17 @@ atomic128_rmw! {
     __tsan_atomic128_fetch_xor: |o, v| o ^ v;
     __tsan_atomic128_fetch_nand: |o, v| !(o & v);
 }
+/// # Safety
+/// Called by the compiler's instrumentation (its contract): `a` points to an aligned 16-byte
+/// object.
 #[no_mangle]
 pub unsafe extern "C" fn __tsan_atomic128_load(a: *mut u128, _mo: i32) -> u128 {
     // SAFETY: as above.
     atomic(a as usize, 16, || with128(|| unsafe { a.read_volatile() }))
 }
+/// # Safety
+/// Called by the compiler's instrumentation (its contract): `a` points to an aligned 16-byte
+/// object.
 #[no_mangle]
 pub unsafe extern "C" fn __tsan_atomic128_store(a: *mut u128, v: u128, _mo: i32) {
     // SAFETY: as above.
@@ -284,6 +329,9 @@ pub unsafe extern "C" fn __tsan_atomic128_store(a: *mut u128, v: u128, _mo: i32)
         })
     });
 }
+/// # Safety
+/// Called by the compiler's instrumentation (its contract): `a` points to an aligned 16-byte
+/// object.
 #[no_mangle]
 pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_val(
     a: *mut u128,
@@ -303,6 +351,9 @@ pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_val(
         })
     })
 }
+/// # Safety
+/// Called by the compiler's instrumentation (its contract): `a` points to an aligned 16-byte
+/// object and `c` to the expected value.
 #[no_mangle]
 pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_strong(
     a: *mut u128,
@@ -322,6 +373,9 @@ pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_strong(
         }
     }
 }
+/// # Safety
+/// Called by the compiler's instrumentation (its contract): `a` points to an aligned 16-byte
+/// object and `c` to the expected value.
 #[no_mangle]
 pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_weak(
     a: *mut u128,
@@ -383,6 +437,8 @@ fn in_rt() -> bool {
     crate::state::IN_RT.with(|c| c.get())
 }
 
+/// # Safety
+/// The contract of `memcpy`: `s` valid for reads and `d` for writes of `n` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_memcpy(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
     if !in_rt() && !crate::preload::sync() {
@@ -391,6 +447,8 @@ pub unsafe extern "C" fn __wrap_memcpy(d: *mut c_void, s: *const c_void, n: usiz
     // SAFETY: the caller's memcpy contract.
     unsafe { crate::real::__real_memcpy(d, s, n) }
 }
+/// # Safety
+/// The contract of `memmove`: `s` valid for reads and `d` for writes of `n` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_memmove(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
     if !in_rt() && !crate::preload::sync() {
@@ -399,6 +457,8 @@ pub unsafe extern "C" fn __wrap_memmove(d: *mut c_void, s: *const c_void, n: usi
     // SAFETY: the caller's memmove contract.
     unsafe { crate::real::__real_memmove(d, s, n) }
 }
+/// # Safety
+/// The contract of `memset`: `d` valid for writes of `n` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_memset(d: *mut c_void, c: i32, n: usize) -> *mut c_void {
     if !in_rt() && !crate::preload::sync() {
@@ -407,16 +467,22 @@ pub unsafe extern "C" fn __wrap_memset(d: *mut c_void, c: i32, n: usize) -> *mut
     // SAFETY: the caller's memset contract.
     unsafe { crate::real::__real_memset(d, c, n) }
 }
+/// # Safety
+/// The contract of `memcpy`: `s` valid for reads and `d` for writes of `n` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn __tsan_memcpy(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
     // SAFETY: forwarded contract.
     unsafe { __wrap_memcpy(d, s, n) }
 }
+/// # Safety
+/// The contract of `memmove`: `s` valid for reads and `d` for writes of `n` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn __tsan_memmove(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
     // SAFETY: forwarded contract.
     unsafe { __wrap_memmove(d, s, n) }
 }
+/// # Safety
+/// The contract of `memset`: `d` valid for writes of `n` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn __tsan_memset(d: *mut c_void, c: i32, n: usize) -> *mut c_void {
     // SAFETY: forwarded contract.

@@ -2,6 +2,8 @@
 //! replay it, and read what happened. Everything runs the real binary on real programs.
 #![allow(dead_code)]
 
+pub mod kept;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

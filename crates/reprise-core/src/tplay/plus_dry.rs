@@ -112,6 +112,9 @@ impl Dry {
 }
 
 /// The dry run (see the module docs of `plus`).
+// Over 80 lines: one pass over the recorded order; for each event its steps (the seed's records
+// due, program order, conflicts, publishing the event) run in this order on the pass's shared
+// state (`d`, `q`, `locs`, `rel`), as the module docs describe them.
 pub(super) fn dry_run(
     seed: TplayLog,
     trace: &[(Option<Event>, ThreadId)],

@@ -314,7 +314,7 @@ impl WaitClock {
     #[inline]
     fn tick(&mut self, t: &Thread, x: u32) -> Option<u64> {
         self.spins = self.spins.wrapping_add(1);
-        if self.spins % 64 != 0 {
+        if !self.spins.is_multiple_of(64) {
             core::hint::spin_loop();
             return None;
         }
@@ -445,7 +445,7 @@ pub fn finish_event(t: &mut Thread, e: u64, addr: usize, size: usize, k: u64, va
     count(t, e, k);
     if e >= t.next_ckpt {
         let every = state::CHECKPOINT.load(Ordering::Relaxed);
-        if e % every == 0 {
+        if e.is_multiple_of(every) {
             access::checkpoint(t, e);
         }
         t.next_ckpt = (e / every + 1) * every;

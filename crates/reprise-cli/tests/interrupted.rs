@@ -1,0 +1,212 @@
+//! Recordings the program does not end by itself: SIGINT, SIGTERM or SIGHUP sent to `reprise
+//! record` (or its process group) while the program runs, a lock-order deadlock the recorder
+//! detects (exit 124, the same report in replay), and a recorder killed outright. Each program
+//! is built with gcc and with clang; a failing recording's trace is kept under
+//! `target/tmp/failed-traces/`.
+
+mod common;
+use common::kept::*;
+use common::*;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const RECORDINGS: usize = 20;
+
+/// Start `reprise record` of `bin` (in its own process group, as a shell runs a command), and
+/// wait until the program printed its `ready pid=N` line; returns the recorder and N.
+fn start_interrupted(w: &Work, bin: &str, trace: &Path) -> (std::process::Child, i32, Vec<u8>) {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let mut c = w.cmd();
+    c.arg("record")
+        .arg("-o")
+        .arg(trace)
+        .arg("--")
+        .arg(format!("./{bin}"));
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c.process_group(0);
+    let mut child = c.spawn().unwrap();
+    let mut out = Vec::new();
+    let mut so = child.stdout.take().unwrap();
+    let start = Instant::now();
+    while !out.ends_with(b"\n") || !out.starts_with(b"ready") {
+        let mut b = [0u8; 64];
+        let n = so.read(&mut b).unwrap();
+        assert!(
+            n > 0 && start.elapsed() < Duration::from_secs(60),
+            "no `ready` line"
+        );
+        out.extend_from_slice(&b[..n]);
+    }
+    let line = String::from_utf8_lossy(&out).into_owned();
+    let pid: i32 = line.trim().rsplit('=').next().unwrap().parse().unwrap();
+    child.stdout = Some(so);
+    (child, pid, out)
+}
+
+/// Wait for `child` (at most 60 s); its status, stdout and stderr.
+fn finish_limited(mut child: std::process::Child, mut out: Vec<u8>) -> (i32, Vec<u8>, String) {
+    use std::io::Read;
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            child.kill().ok();
+            panic!("the recorder did not end after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    child.stdout.take().unwrap().read_to_end(&mut out).ok();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).ok();
+    (shell_status_of(status), out, err)
+}
+
+/// A program that never ends by itself (a deadlock, a worker looping forever) is recorded until
+/// SIGINT, SIGTERM or SIGHUP reaches `reprise record` (sent to it, or to its process group as a
+/// terminal's Ctrl-C is): the program gets the signal as if sent to it directly, the trace is
+/// complete, the recorder exits with the program's status (128 + signal) and leaves no program
+/// behind; the replay verifies up to the interruption and ends with the same status.
+fn interrupted(compiler: &str) {
+    let p = program("interrupted");
+    let w = Work::new();
+    let bin = w.build(&p, compiler);
+    let sigs = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    for i in 0..RECORDINGS {
+        let sig = sigs[i % 3];
+        let to_group = i % 2 == 1;
+        let trace = w.path(&format!("interrupted-{i}.trace"));
+        let (child, pid, out) = start_interrupted(&w, &bin, &trace);
+        let target = if to_group {
+            -(child.id() as i32)
+        } else {
+            child.id() as i32
+        };
+        // SAFETY: signalling the recorder we started (or its own process group).
+        unsafe { libc::kill(target, sig) };
+        let (status, out, err) = finish_limited(child, out);
+        assert_eq!(
+            status,
+            128 + sig,
+            "recording {i} (signal {sig}, group {to_group}):\n{err}"
+        );
+        assert!(err.contains("reprise: trace saved to"), "{err}");
+        assert!(!err.contains("partial"), "the trace is partial:\n{err}");
+        assert!(!alive(pid), "the program outlived its recorder");
+        assert!(String::from_utf8_lossy(&out).starts_with("ready pid="));
+        let prog_err: Vec<u8> = err
+            .lines()
+            .filter(|l| !l.starts_with("reprise:"))
+            .flat_map(|l| format!("{l}\n").into_bytes())
+            .collect();
+        let r = Recorded {
+            trace,
+            stdout: out,
+            stderr: prog_err,
+            status,
+        };
+        replay_kept(&w, &r, &format!("interrupted-{compiler}-{i}"));
+    }
+}
+
+both_compilers!(interrupted);
+
+/// A lock-order deadlock: the recorder notices that every thread is blocked for good, says
+/// who waits for what (and who holds the lock), ends the program with a complete trace and
+/// exits 124; the replay verifies up to the deadlock, reports it and exits 124 too.
+fn deadlock(compiler: &str) {
+    let p = program("deadlock");
+    let w = Work::new();
+    let bin = w.build(&p, compiler);
+    let mut counters = std::collections::BTreeSet::new();
+    for i in 0..RECORDINGS {
+        let (r, ours) = record_stdin(
+            &w,
+            &bin,
+            &p.args,
+            &format!("deadlock-{i}.trace"),
+            Input::Null,
+        );
+        let out = String::from_utf8_lossy(&r.stdout).into_owned();
+        assert_eq!(r.status, 124, "recording {i}:\n{ours}");
+        assert!(out.starts_with("both hold a lock; counter "), "{out}");
+        assert!(!out.contains("unreachable"), "{out}");
+        assert!(!ours.contains("partial"), "the trace is partial:\n{ours}");
+        for l in [
+            "reprise: deadlock: every thread is blocked, waiting for another",
+            "thread 0 at event",
+            "waits to join a thread",
+            "waits to lock `b` (0x",
+            "waits to lock `a` (0x",
+            ", held by thread 1",
+            ", held by thread 2",
+            // Where each thread called the blocking function, by source line.
+            "(main at ",
+            "(ab at ",
+            "deadlock.c:36)",
+            "(ba at ",
+            "deadlock.c:47)",
+        ] {
+            assert!(ours.contains(l), "`{l}` missing from:\n{ours}");
+        }
+        counters.insert(out);
+        replay_kept(&w, &r, &format!("deadlock-{compiler}-{i}"));
+        let mut c = w.cmd();
+        c.arg("replay").arg(&r.trace);
+        let o = run_limited(c, Duration::from_secs(120));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(
+                "reprise: the replay reached the recorded deadlock: every thread is blocked"
+            ),
+            "{err}"
+        );
+        assert_eq!(shell_status(&o), 124, "{err}");
+    }
+    assert!(counters.len() >= 2, "the race never showed: {counters:?}");
+}
+
+both_compilers!(deadlock);
+
+/// Whether process `pid` exists and is not a zombie (a dead program that is not our child
+/// waits for an init that may never reap it).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => {
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next())
+                != Some("Z")
+        }
+        Err(_) => false,
+    }
+}
+
+/// A recorder killed outright (SIGKILL: nothing can be forwarded) takes its program with it.
+#[test]
+fn killed_recorder_leaves_no_program() {
+    let p = program("interrupted");
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let (mut child, pid, _) = start_interrupted(&w, &bin, &w.path("k.trace"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let start = Instant::now();
+    while alive(pid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the program outlived its recorder"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn shell_status_of(s: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+}

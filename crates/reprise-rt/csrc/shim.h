@@ -1,0 +1,97 @@
+/* shim.h: what the C interposers share. They are easier in C than in Rust (variadic functions,
+ * and long lists of "take a turn, then call the real function" wrappers), one file per concern:
+ * shim_stdio.c (stdio and the libc RNG, ordered per object), shim_process.c (clocks and identity
+ * as recorded results, syscall(), starting other programs), shim_fdio.c (reads and writes on
+ * file descriptors, close, open, getrandom), shim_fs.c (changes to the file system besides
+ * writes: revocable; path status calls: recorded), shim_net.c (sockets, poll, select, epoll),
+ * shim_threads.c (thread start and end, cancellation points, blocking waits, the unwinder's own
+ * calls) and shim_names.c (the weak stubs in front of the Rust interposers).
+ *
+ * Why these exist (glibc-internal locks are invisible to interposition): stdio streams and the libc
+ * random-number state are protected by glibc-internal locks the runtime cannot see, so two
+ * threads' printf or rand() calls would interleave differently in replay. Each call here is an
+ * ordered event on the stripe of its object (the FILE, or the libc RNG state), so replay
+ * reproduces the recorded order. Clock and process-identity reads are recorded results, given
+ * back in replay.
+ *
+ * Every real function is found with dlsym(RTLD_NEXT) on first use.
+ *
+ * Names: every libc name a shim file defines is weak (its `#pragma weak` list, which must stay in
+ * the file that defines the name; shim_names.c says why). What the files share and that is not
+ * a libc name is `reprise_shim_*`, hidden: it never leaves the runtime's .so and cannot clash
+ * with a name of the program's. */
+#ifndef REPRISE_SHIM_H
+#define REPRISE_SHIM_H
+
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <time.h>
+#include <sys/time.h>
+#include <sys/times.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <errno.h>
+#include <pthread.h>
+
+#define SHIM_HIDDEN __attribute__((visibility("hidden")))
+
+/* Provided by the Rust runtime. */
+extern int reprise_ordered(const void *obj);   /* safe point + turn on obj's stripe; 0 if off */
+extern void reprise_safe_point(void);
+extern uint64_t reprise_input(uint64_t live);   /* record: logs live; replay: recorded value */
+extern int reprise_active(void);                /* 1 while recording or replaying this thread */
+
+#define REAL(ret, name, params) \
+    static ret(*real_##name) params; \
+    if (!real_##name) real_##name = (ret(*) params)dlsym(RTLD_NEXT, #name);
+
+/* The runtime's own system calls, by number: the program may define its own `fstat`, `dup2` or
+ * `syscall` (see shim_names.c), and those must not be the ones called here. */
+static inline long raw_syscall3(long n, long a1, long a2, long a3)
+{
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a1), "S"(a2), "d"(a3) : "rcx", "r11", "memory");
+    return r;
+}
+#define RAW_FSTAT(fd, st) (raw_syscall3(SYS_fstat, (fd), (long)(st), 0) == 0 ? 0 : -1)
+#define RAW_FSTATFS(fd, st) (raw_syscall3(SYS_fstatfs, (fd), (long)(st), 0) == 0 ? 0 : -1)
+#define RAW_DUP2(a, b) raw_syscall3(SYS_dup2, (a), (b), 0)
+
+/* ---- cancellation points (cancel.rs; shim_threads.c says why, and defines these) ---------- */
+extern int reprise_cancel_point(void);
+extern void reprise_cancelled(pthread_mutex_t *relock);
+extern void reprise_cancel_exit(void);
+extern void reprise_cancel_unseen(void);
+
+/* Defined in shim_threads.c, which says what each is. */
+extern __thread int reprise_shim_exit_seen SHIM_HIDDEN;
+__attribute__((noreturn)) SHIM_HIDDEN void reprise_shim_cancel_now(void);
+#define CANCEL_POINT() do { if (reprise_cancel_point()) reprise_shim_cancel_now(); } while (0)
+
+/* Record: `stmt` makes a real call that is a cancellation point; if the thread is cancelled in
+ * it, the cleanup runs during the unwind and logs where (relock: a condition wait's mutex). */
+struct cancel_guard { int armed; pthread_mutex_t *relock; };
+SHIM_HIDDEN void reprise_shim_cancel_cleanup(struct cancel_guard *g);
+#define CANCELLABLE(relock, stmt) \
+    do { \
+        struct cancel_guard cg_ __attribute__((cleanup(reprise_shim_cancel_cleanup))) = {1, (relock)}; \
+        stmt; \
+        cg_.armed = 0; \
+    } while (0)
+
+/* ---- file descriptors (shim_fdio.c) ------------------------------------------------------- */
+extern int reprise_fd_event(int fd);
+extern int reprise_io_replaying(void);
+extern uint64_t reprise_io_check(uint64_t live, const char *what);
+extern void reprise_io_data(void *buf, size_t len);
+
+/* Defined in shim_fdio.c, which says what each is. */
+extern char reprise_shim_fd_alloc_obj SHIM_HIDDEN;
+SHIM_HIDDEN long reprise_shim_io_result(long r, int err);
+SHIM_HIDDEN int reprise_shim_placeholder(int want);
+
+#endif

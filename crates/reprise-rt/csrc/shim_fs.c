@@ -1,0 +1,102 @@
+/* shim_fs.c: changes to the file system besides writes, and path status calls (shim.h). */
+#include "shim.h"
+#include <sys/stat.h>
+#include <utime.h>
+
+/* Changes to the file system besides writes (modes, owners, times, names, removal): revocable
+ * like writes to files. Performed while recording with the result recorded; in replay not
+ * performed (the replay must not change files: pbzip2 gives its output file the input's mode,
+ * times and owner, and without the output file at replay those calls would fail and the
+ * program take another path; zstd without -k removes its input), the recorded result
+ * returned. Safe points (they may block on a slow file system). glibc's own calls inside
+ * other functions do not come here. */
+#define REVOCABLE(ret, name, params, args) \
+    ret name params \
+    { \
+        REAL(ret, name, params); \
+        if (!reprise_active()) return real_##name args; \
+        reprise_safe_point(); \
+        long r = -1; \
+        int e = 0; \
+        if (!reprise_io_replaying()) { r = (long)real_##name args; e = errno; } \
+        return (ret)reprise_shim_io_result(r, e); \
+    }
+REVOCABLE(int, chmod, (const char *path, mode_t mode), (path, mode))
+REVOCABLE(int, fchmod, (int fd, mode_t mode), (fd, mode))
+REVOCABLE(int, fchmodat, (int dirfd, const char *path, mode_t mode, int flags), (dirfd, path, mode, flags))
+REVOCABLE(int, chown, (const char *path, uid_t u, gid_t g), (path, u, g))
+REVOCABLE(int, lchown, (const char *path, uid_t u, gid_t g), (path, u, g))
+REVOCABLE(int, fchown, (int fd, uid_t u, gid_t g), (fd, u, g))
+REVOCABLE(int, fchownat, (int dirfd, const char *path, uid_t u, gid_t g, int flags), (dirfd, path, u, g, flags))
+REVOCABLE(int, utime, (const char *path, const struct utimbuf *t), (path, t))
+REVOCABLE(int, utimes, (const char *path, const struct timeval t[2]), (path, t))
+REVOCABLE(int, utimensat, (int dirfd, const char *path, const struct timespec t[2], int flags), (dirfd, path, t, flags))
+REVOCABLE(int, futimens, (int fd, const struct timespec t[2]), (fd, t))
+REVOCABLE(int, unlink, (const char *path), (path))
+REVOCABLE(int, unlinkat, (int dirfd, const char *path, int flags), (dirfd, path, flags))
+REVOCABLE(int, rename, (const char *from, const char *to), (from, to))
+REVOCABLE(int, renameat, (int fromfd, const char *from, int tofd, const char *to), (fromfd, from, tofd, to))
+REVOCABLE(int, remove, (const char *path), (path))
+REVOCABLE(int, rmdir, (const char *path), (path))
+REVOCABLE(int, mkdir, (const char *path, mode_t mode), (path, mode))
+REVOCABLE(int, mkdirat, (int dirfd, const char *path, mode_t mode), (dirfd, path, mode))
+REVOCABLE(int, truncate, (const char *path, off_t len), (path, len))
+REVOCABLE(int, link, (const char *from, const char *to), (from, to))
+REVOCABLE(int, symlink, (const char *from, const char *to), (from, to))
+
+/* A path's status (stat, lstat, fstatat and glibc's older __xstat64/__lxstat64 entries):
+ * recordable, the result and the structure recorded, given back in replay. A program checks
+ * its output file with them before changing its mode, owner and times (zstd: only when it is a
+ * regular file): the replay, which writes no file, must see what the recording saw. */
+#define RECORDED_STAT(name, params, args, st, size) \
+    int name params \
+    { \
+        REAL(int, name, params); \
+        if (!reprise_active()) return real_##name args; \
+        reprise_safe_point(); \
+        long r = -1; \
+        int e = 0; \
+        if (!reprise_io_replaying()) { r = (long)real_##name args; e = errno; } \
+        r = reprise_shim_io_result(r, e); \
+        if (r == 0) reprise_io_data((void *)(st), size); \
+        return (int)r; \
+    }
+RECORDED_STAT(stat, (const char *path, struct stat *st), (path, st), st, sizeof(struct stat))
+RECORDED_STAT(lstat, (const char *path, struct stat *st), (path, st), st, sizeof(struct stat))
+RECORDED_STAT(fstatat, (int dirfd, const char *path, struct stat *st, int flags), (dirfd, path, st, flags), st,
+              sizeof(struct stat))
+RECORDED_STAT(stat64, (const char *path, struct stat64 *st), (path, st), st, sizeof(struct stat64))
+RECORDED_STAT(lstat64, (const char *path, struct stat64 *st), (path, st), st, sizeof(struct stat64))
+RECORDED_STAT(__xstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st), st, sizeof(struct stat64))
+RECORDED_STAT(__lxstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st), st, sizeof(struct stat64))
+
+/* Weak, as every libc name a shim file defines (shim_names.c says why). */
+#pragma weak remove
+#pragma weak rmdir
+#pragma weak mkdir
+#pragma weak mkdirat
+#pragma weak truncate
+#pragma weak link
+#pragma weak symlink
+#pragma weak stat
+#pragma weak lstat
+#pragma weak fstatat
+#pragma weak stat64
+#pragma weak lstat64
+#pragma weak __xstat64
+#pragma weak __lxstat64
+#pragma weak chmod
+#pragma weak fchmod
+#pragma weak fchmodat
+#pragma weak chown
+#pragma weak lchown
+#pragma weak fchown
+#pragma weak fchownat
+#pragma weak utime
+#pragma weak utimes
+#pragma weak utimensat
+#pragma weak futimens
+#pragma weak unlink
+#pragma weak unlinkat
+#pragma weak rename
+#pragma weak renameat
