@@ -254,7 +254,10 @@ int main(void) {
     let r = record(&w, "envp", &[], "envp.trace", &["--mode", "sync"]);
     let out = String::from_utf8_lossy(&r.stdout);
     assert!(out.starts_with("LD_PRELOAD=(unset) "), "{out}");
-    assert_eq!(r.status, 0, "a child (3) or /proc/self/environ (4) showed LD_PRELOAD");
+    assert_eq!(
+        r.status, 0,
+        "a child (3) or /proc/self/environ (4) showed LD_PRELOAD"
+    );
     replay_verified(&w, &r, How::Plain);
 
     let mut c = w.cmd();
@@ -322,7 +325,10 @@ fn debian_once(w: &Work, argv: &[&str], want: &[u8], trace: &str) -> Recorded {
     let o = run_limited(c, Duration::from_secs(300));
     let r = recorded(trace, &o);
     assert_eq!(r.status, 0, "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(r.stdout == want, "recorded output differs from a native run");
+    assert!(
+        r.stdout == want,
+        "recorded output differs from a native run"
+    );
     replay_verified(w, &r, How::Plain);
     replay_verified(w, &r, How::OneCpu);
     r
@@ -350,12 +356,19 @@ fn debian_20mb(to_stdout: &[&str], to_file: &[&str], out: &str) {
     debian_once(&w, to_stdout, &want, "stdout.trace");
     let trace = w.path("to-file.trace");
     let mut c = w.cmd();
-    c.arg("record").arg("-o").arg(&trace).arg("--").args(to_file);
+    c.arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .args(to_file);
     let o = run_limited(c, Duration::from_secs(300));
     let r = recorded(trace, &o);
     assert_eq!(r.status, 0, "{}", String::from_utf8_lossy(&o.stderr));
     let written = std::fs::read(w.path(out)).expect("the recording wrote its file");
-    assert!(written == want, "the file differs from a native run's output");
+    assert!(
+        written == want,
+        "the file differs from a native run's output"
+    );
     std::fs::remove_file(w.path(out)).unwrap();
     replay_verified(&w, &r, How::Plain);
     assert!(!w.path(out).exists(), "the replay wrote {out}");
@@ -377,7 +390,11 @@ fn pigz() {
 /// trace and the replay needs no input.
 #[test]
 fn pigz_20mb() {
-    debian_20mb(PIGZ, &["pigz", "-p", "2", "-k", "input.txt"], "input.txt.gz");
+    debian_20mb(
+        PIGZ,
+        &["pigz", "-p", "2", "-k", "input.txt"],
+        "input.txt.gz",
+    );
     let w = Work::new();
     input_file(&w, LARGE_INPUT);
     let want = native(&w, PIGZ);
@@ -386,7 +403,10 @@ fn pigz_20mb() {
     text[1000] ^= 1;
     std::fs::write(w.path("input.txt"), &text).unwrap();
     let err = replay_rejected(&w, &r.trace);
-    assert!(err.contains("the recording re-reads ") && err.contains("input.txt"), "{err}");
+    assert!(
+        err.contains("the recording re-reads ") && err.contains("input.txt"),
+        "{err}"
+    );
     assert!(err.contains("changed since the recording"), "{err}");
     text[1000] ^= 1;
     std::fs::write(w.path("input.txt"), &text).unwrap();
@@ -402,10 +422,16 @@ fn pigz_20mb() {
         .args(PIGZ);
     let o = run_limited(c, Duration::from_secs(300));
     let p = recorded(trace, &o);
-    assert!(p.stdout == want, "recorded output differs from a native run");
+    assert!(
+        p.stdout == want,
+        "recorded output differs from a native run"
+    );
     std::fs::remove_file(w.path("input.txt")).unwrap();
     let err = replay_rejected(&w, &r.trace);
-    assert!(err.contains("input.txt") && err.contains("is missing"), "{err}");
+    assert!(
+        err.contains("input.txt") && err.contains("is missing"),
+        "{err}"
+    );
     replay_verified(&w, &p, How::Plain);
 }
 

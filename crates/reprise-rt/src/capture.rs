@@ -344,4 +344,3 @@ fn captured(t: &mut Thread, nr: i64, a: &[u64; 6]) -> Option<i64> {
         _ => return None,
     })
 }
-

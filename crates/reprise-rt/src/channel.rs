@@ -90,7 +90,10 @@ pub unsafe extern "C" fn reprise_send_file(
     let mut frame = [0u8; FRAME_HDR + 40 + 1024];
     let n = path_len.min(1024);
     put_frame_header(&mut frame, F_FILE, 40 + n);
-    for (i, v) in [dev, ino, size, mtime_sec as u64, mtime_nsec].iter().enumerate() {
+    for (i, v) in [dev, ino, size, mtime_sec as u64, mtime_nsec]
+        .iter()
+        .enumerate()
+    {
         let o = FRAME_HDR + 8 * i;
         frame[o..o + 8].copy_from_slice(&v.to_le_bytes());
     }

@@ -199,7 +199,12 @@ pub fn ask(t: &mut Thread, x: u32, idx: u32) -> u64 {
 /// free). Called inside the runtime (system calls allowed).
 pub fn wake_requesters(owner: u32) {
     // SAFETY: as in `ask`.
-    if unsafe { &*state::slot(owner) }.mb.askers.load(Ordering::SeqCst) == 0 {
+    if unsafe { &*state::slot(owner) }
+        .mb
+        .askers
+        .load(Ordering::SeqCst)
+        == 0
+    {
         return;
     }
     let n = state::NEXT_TID

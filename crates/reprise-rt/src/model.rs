@@ -15,7 +15,6 @@
 //! this loses join edges in atomicity-violation detection).
 #![allow(unsafe_code)]
 
-
 use crate::state::{self, Thread};
 use crate::sys;
 use core::sync::atomic::{AtomicU32, Ordering};

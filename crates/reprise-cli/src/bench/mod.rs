@@ -245,7 +245,14 @@ pub fn run(o: BenchOpts) -> Result<i32> {
 
 /// The full bench's table order: the five seed-derived strategies, each variant beside its
 /// seed, then ownership (any other strategy of `reprise_proto::STRATEGIES` after them).
-const TABLE_ORDER: &[&str] = &["leap", "aggreplay", "aggreplay+", "tplay", "tplay+", "ownership"];
+const TABLE_ORDER: &[&str] = &[
+    "leap",
+    "aggreplay",
+    "aggreplay+",
+    "tplay",
+    "tplay+",
+    "ownership",
+];
 
 /// `--quick` checks the default strategy; the full bench compares all of them.
 fn default_strategies(quick: bool) -> Vec<String> {

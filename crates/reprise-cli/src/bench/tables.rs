@@ -245,9 +245,11 @@ fn success_summary(s: &mut String, b: &Bench) {
             })
         };
         let (mut ok, mut replayed, mut timeouts) = (0, 0, 0);
-        for r in b.runs.iter().filter(|r| {
-            r.config == "replay" && r.strategy == *st && !r.note.starts_with("skipped")
-        }) {
+        for r in b
+            .runs
+            .iter()
+            .filter(|r| r.config == "replay" && r.strategy == *st && !r.note.starts_with("skipped"))
+        {
             if r.timed_out || record_timed_out(r) {
                 timeouts += 1;
             } else {
