@@ -102,21 +102,26 @@ pub fn file_hash(p: &Path) -> Result<String> {
         line.extend_from_slice(&path);
         line.push(b'\n');
         let fresh = cache.lines >= MAX_LINES;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(!fresh)
-            .write(true)
-            .truncate(fresh)
-            .open(&cpath);
-        // A cache that cannot be written only costs the hash next time.
-        if let Ok(mut file) = file {
-            if file.write_all(&line).is_ok() {
-                cache.lines = if fresh { 1 } else { cache.lines + 1 };
-            }
+        if append_line(&cpath, &line, fresh) {
+            cache.lines = if fresh { 1 } else { cache.lines + 1 };
         }
         cache.known.insert((path, id), hash.clone());
     }
     Ok(hash)
+}
+
+/// Append `line` (one complete line) to the cache file `path` in one `write`, so concurrent
+/// writers do not interleave; `start_over`: truncate the file first. False when it could not be
+/// written: a cache that cannot be written only costs the work next time.
+pub fn append_line(path: &Path, line: &[u8], start_over: bool) -> bool {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(!start_over)
+        .write(true)
+        .truncate(start_over)
+        .open(path)
+        .and_then(|mut f| f.write_all(line))
+        .is_ok()
 }
 
 #[cfg(test)]

@@ -169,7 +169,6 @@ fn cached_list(key: &str, cwd: &Path) -> Option<Vec<Vec<u8>>> {
 /// Remember the loader's answer for `key` (appended in one write; the file starts over when
 /// large). A cache that cannot be written only costs the loader's run next time.
 fn remember_list(key: &str, cwd: &Path, libs: &[Vec<u8>]) {
-    use std::io::Write;
     let Some(path) = list_cache() else { return };
     if libs.iter().any(|l| l.contains(&b'\n') || l.contains(&0)) {
         return;
@@ -178,15 +177,7 @@ fn remember_list(key: &str, cwd: &Path, libs: &[Vec<u8>]) {
     line.extend_from_slice(&libs.join(&0u8));
     line.push(b'\n');
     let fresh = std::fs::metadata(&path).is_ok_and(|m| m.len() > 1 << 20);
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(!fresh)
-        .write(true)
-        .truncate(fresh)
-        .open(&path)
-    {
-        let _ = f.write_all(&line);
-    }
+    crate::hashcache::append_line(&path, &line, fresh);
 }
 
 /// The libraries the program's loader lists (paths as it printed them).
