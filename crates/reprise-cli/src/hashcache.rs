@@ -1,6 +1,7 @@
-//! Content hashes of files that every recording and replay checks (the program's shared
-//! libraries), remembered by the file's identity so that a library is read and hashed once, not
-//! before every run (libc alone is 2 MB: about a millisecond a recording, which is a tenth of a
+//! Content hashes of files that every recording and replay checks (the program, its shared
+//! libraries and the sync-mode runtime), remembered by the file's identity so that a file is
+//! read and hashed once, not before every run (libc alone is 2 MB: about a millisecond a
+//! recording, which is a tenth of a
 //! small program's run).
 //!
 //! The identity is what `git` trusts for its index: device, inode, size, and the modification

@@ -313,7 +313,7 @@ fn record_header(
         runtime_version: env!("CARGO_PKG_VERSION").into(),
         strategy: strategy.name().to_string(),
         exe_path: exe.as_os_str().as_bytes().to_vec(),
-        exe_hash: exe_hash(exe)?,
+        exe_hash: crate::hashcache::file_hash(exe)?,
         argv: o.cmd.iter().map(|a| a.as_bytes().to_vec()).collect(),
         env,
         cwd: cwd.as_os_str().as_bytes().to_vec(),
@@ -333,7 +333,7 @@ fn record_header(
             (
                 "runtime_so_hash".to_string(),
                 match preload {
-                    Some(so) => exe_hash(so)?,
+                    Some(so) => crate::hashcache::file_hash(so)?,
                     None => String::new(),
                 },
             ),

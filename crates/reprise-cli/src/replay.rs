@@ -231,7 +231,7 @@ fn check_exe(header: &reprise_trace::Header) -> Result<()> {
         .components()
         .filter(|c| *c != std::path::Component::CurDir)
         .collect();
-    let hash = crate::record::exe_hash(&exe)
+    let hash = crate::hashcache::file_hash(&exe)
         .map_err(|e| Fail(format!("the recorded program is missing: {e}")))?;
     if hash != header.exe_hash {
         return fail(format!("{} changed since the recording (content hash {} now, {} recorded): rebuild it as it was or record again", exe.display(), hash, header.exe_hash));
@@ -244,9 +244,9 @@ fn check_exe(header: &reprise_trace::Header) -> Result<()> {
 fn runtime_for(header: &reprise_trace::Header) -> Result<PathBuf> {
     let so = crate::syncmode::runtime_shared().map_err(|e| Fail(format!("{e:#}")))?;
     let recorded = header.extra.get("runtime_so_hash").map(String::as_str);
-    if recorded
-        .is_some_and(|h| !h.is_empty() && crate::record::exe_hash(&so).ok().as_deref() != Some(h))
-    {
+    if recorded.is_some_and(|h| {
+        !h.is_empty() && crate::hashcache::file_hash(&so).ok().as_deref() != Some(h)
+    }) {
         eprintln!("reprise: warning: the runtime {} changed since the recording (reprise was rebuilt): a divergence may come from that", so.display());
     }
     Ok(so)
