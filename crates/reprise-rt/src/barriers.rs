@@ -230,8 +230,16 @@ pub unsafe extern "C" fn __cxa_guard_release(g: *mut u64) {
     let t = e.t();
     access::safe_point(t);
     take_obj(t, g.cast(), kind::ONCE);
+    // The real release writes the guard, which other threads read inline (an instrumented
+    // atomic load) before they call `__cxa_guard_acquire`. It runs inside the runtime: the
+    // guard's granule, taken above as event `t.events`, must not be handed to such a reader
+    // before the write is done. Outside the runtime a handover signal could grant it with this
+    // event as the source (the handler does not know an uninstrumented write is pending); the
+    // reader's load was then ordered after the event but not after the write, and a replay could
+    // read the guard set where the recording read it clear (and skip the recorded acquire).
+    let r = unsafe { real::__cxa_guard_release(g) };
     drop(e);
-    unsafe { real::__cxa_guard_release(g) }
+    r
 }
 /// # Safety
 /// Called as libc's `__cxa_guard_abort` (through its weak stub), with its contract: every pointer
@@ -244,6 +252,8 @@ pub unsafe extern "C" fn __cxa_guard_abort(g: *mut u64) {
     let t = e.t();
     access::safe_point(t);
     take_obj(t, g.cast(), kind::ONCE);
+    // Inside the runtime, as `__cxa_guard_release` (the abort writes the guard too).
+    let r = unsafe { real::__cxa_guard_abort(g) };
     drop(e);
-    unsafe { real::__cxa_guard_abort(g) }
+    r
 }
