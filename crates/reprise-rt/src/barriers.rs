@@ -237,9 +237,8 @@ pub unsafe extern "C" fn __cxa_guard_release(g: *mut u64) {
     // event as the source (the handler does not know an uninstrumented write is pending); the
     // reader's load was then ordered after the event but not after the write, and a replay could
     // read the guard set where the recording read it clear (and skip the recorded acquire).
-    let r = unsafe { real::__cxa_guard_release(g) };
+    unsafe { real::__cxa_guard_release(g) };
     drop(e);
-    r
 }
 /// # Safety
 /// Called as libc's `__cxa_guard_abort` (through its weak stub), with its contract: every pointer
@@ -253,7 +252,6 @@ pub unsafe extern "C" fn __cxa_guard_abort(g: *mut u64) {
     access::safe_point(t);
     take_obj(t, g.cast(), kind::ONCE);
     // Inside the runtime, as `__cxa_guard_release` (the abort writes the guard too).
-    let r = unsafe { real::__cxa_guard_abort(g) };
+    unsafe { real::__cxa_guard_abort(g) };
     drop(e);
-    r
 }
