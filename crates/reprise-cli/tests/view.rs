@@ -229,7 +229,7 @@ fn deadlock_timeline_shows_each_wait_with_its_source_line() {
         .filter(|e| e["ph"] == "X" && e["name"].as_str().unwrap().starts_with("blocked: "))
         .collect();
     assert_eq!(waits.len(), 3, "one wait per thread: {waits:?}");
-    for (tid, line) in [(2u64, "deadlock.c:36)"), (3, "deadlock.c:47)")] {
+    for (tid, line) in [(2u64, "deadlock.c:37)"), (3, "deadlock.c:49)")] {
         let w = waits.iter().find(|e| e["tid"] == tid).unwrap();
         assert!(w["name"].as_str().unwrap().contains("waits to lock"), "{w}");
         assert!(w["args"]["source"].as_str().unwrap().ends_with(line), "{w}");
