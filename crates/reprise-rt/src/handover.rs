@@ -115,22 +115,7 @@ pub const STEAL_EVERY_NS: u64 = 50_000;
 /// window, when a ranged access may be pending (`PEND_ALL`), or when the last callback was an
 /// atomic operation (`PEND_NONE` carries no event; the owner answers soon anyway).
 pub fn steal(x: &Thread, idx: u32) -> Option<u64> {
-    if !MEMBARRIER.load(Ordering::Relaxed) {
-        return None;
-    }
-    // SAFETY: membarrier with constant arguments touches no memory of ours.
-    let r = unsafe {
-        sys::syscall6(
-            libc::SYS_membarrier,
-            MEMBARRIER_CMD_PRIVATE_EXPEDITED,
-            0,
-            0,
-            0,
-            0,
-            0,
-        )
-    };
-    if r != 0 {
+    if !barrier() {
         return None;
     }
     let p = x.pend.load(Ordering::Acquire);
@@ -151,6 +136,28 @@ pub fn steal(x: &Thread, idx: u32) -> Option<u64> {
     }
     let event = ev + 1 - lag;
     Some(event.saturating_sub(1))
+}
+
+/// A process-wide full barrier (`membarrier`): every thread of the process that is running
+/// executes a full fence (one not running passed one when it was switched out). False when
+/// the kernel does not offer it.
+pub fn barrier() -> bool {
+    if !MEMBARRIER.load(Ordering::Relaxed) {
+        return false;
+    }
+    // SAFETY: membarrier with constant arguments touches no memory of ours.
+    let r = unsafe {
+        sys::syscall6(
+            libc::SYS_membarrier,
+            MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+            0,
+            0,
+            0,
+            0,
+            0,
+        )
+    };
+    r == 0
 }
 
 /// Whether this run uses the handover signal.

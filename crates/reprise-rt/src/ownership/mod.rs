@@ -146,27 +146,26 @@ fn count_fast(t: &mut Thread, e: u64, k: u64) {
 #[inline(always)]
 pub fn fast_gate(t: &Thread, addr: usize, size: usize, write: bool) -> Option<u64> {
     let e = t.events.load(Ordering::Relaxed) + 1;
+    if t.own_replay {
+        return (e < t.fast_limit.load(Ordering::Relaxed)).then_some(e);
+    }
+    if (addr ^ (addr + size - 1)) >> GRANULE_SHIFT != 0 {
+        return None;
+    }
+    let idx = slot_of(addr);
+    // Before the limit and shadow loads: from here the access may be pending (module
+    // handover), and the process end sees this callback in progress (`stop_all`).
+    handover::pend(t, e, idx);
     if e >= t.fast_limit.load(Ordering::Relaxed) {
         return None;
     }
-    if !t.own_replay {
-        if (addr ^ (addr + size - 1)) >> GRANULE_SHIFT != 0 {
-            return None;
-        }
-        let idx = slot_of(addr);
-        // Before the shadow load: from here the access may be pending (module handover).
-        handover::pend(t, e, idx);
-        let s = slot_word(idx).load(Ordering::Relaxed);
-        let ok = if write {
-            s == t.own_me
-        } else {
-            (s & !RDEX_BIT) == t.own_me || s.wrapping_sub(SHARED) <= t.rdsh_seen
-        };
-        if !ok {
-            return None;
-        }
-    }
-    Some(e)
+    let s = slot_word(idx).load(Ordering::Relaxed);
+    let ok = if write {
+        s == t.own_me
+    } else {
+        (s & !RDEX_BIT) == t.own_me || s.wrapping_sub(SHARED) <= t.rdsh_seen
+    };
+    ok.then_some(e)
 }
 
 /// The rest of a plain access's fast path once [`fast_gate`] let event `e` through: digest
@@ -468,6 +467,10 @@ pub fn stop_all(me: u32) {
             .fast_limit
             .store(0, Ordering::SeqCst);
     }
+    // Every running thread passes a full barrier: a callback that stored its `pend` before it
+    // is seen below; one that stores it after loads the zero limit after it (`fast_gate`
+    // stores `pend` before it loads the limit) and takes the slow path, which parks.
+    let fenced = handover::barrier();
     for x in 0..n {
         if x == me {
             continue;
@@ -475,13 +478,32 @@ pub fn stop_all(me: u32) {
         // SAFETY: as in `request`.
         let xs = unsafe { &*state::slot(x) };
         let st = state::status(x);
+        let stopped = || {
+            xs.mb.free.load(Ordering::SeqCst) != 0
+                || st.state.load(Ordering::SeqCst) != ST_RUNNING
+        };
         let mut waited = 0;
-        while waited < 2_000
-            && xs.mb.free.load(Ordering::SeqCst) == 0
-            && st.state.load(Ordering::SeqCst) == ST_RUNNING
-        {
+        while waited < 2_000 && !stopped() {
+            sys::sleep_ns(50_000);
+            waited += 1;
+        }
+        // A thread preempted inside a callback (its `pend` names the event after its count)
+        // counts that event when it runs again: wait for it (a callback is a few dozen
+        // instructions; 2 s bounds a thread the scheduler starves), so that the final
+        // checkpoint and count read next are its last. A thread in long uninstrumented code
+        // has no callback in progress and is not waited for beyond the 100 ms above.
+        let mut waited = 0;
+        while fenced && waited < 40_000 && !stopped() && in_callback(xs) {
             sys::sleep_ns(50_000);
             waited += 1;
         }
     }
+}
+
+/// Whether thread `xs` is inside a plain-access callback that has not counted its event yet
+/// (its `pend` names the event after its count).
+fn in_callback(xs: &Thread) -> bool {
+    let p = xs.pend.load(Ordering::SeqCst);
+    let ev = xs.events.load(Ordering::SeqCst);
+    p != handover::PEND_NONE && p != handover::PEND_ALL && (p >> 32) as u32 == (ev + 1) as u32
 }
