@@ -2,22 +2,25 @@
 //! `tplay+`, on real threads, run through the models of `reprise-core` (the same code the
 //! simulator measures).
 //!
-//! The models are global state machines, so every event takes one runtime-private global
-//! lock `G`, and, as LEAP's stripes do, keeps it until the thread's next safe point: the
-//! callback precedes the access, and only holding `G` until the access completes makes the
-//! order the model observes the real order (the simulator's "atomic" substrate, where both
-//! seeds were measured). Recording calls the model's recorder; replay asks the model's
-//! replayer whether the thread may perform its next event, parks on a futex otherwise, and
-//! also re-records, so the launcher compares the two logs. Blocking acquisitions in replay
+//! Recording runs threads in parallel (`model_rec`: a model stripe per location or lock, held
+//! to the next safe point; AggrePlay's state split by stripe and thread, TPLAY's step under
+//! `G` for the step alone). Replay drives one global replayer: every event takes the
+//! runtime-private global lock `G` and, as LEAP's stripes do, keeps it until the thread's next
+//! safe point: the callback precedes the access, and only holding `G` until the access
+//! completes makes the order the model observes the real order (the simulator's "atomic"
+//! substrate, where both seeds were measured). Replay asks the model's replayer whether the
+//! thread may perform its next event, parks on a futex otherwise, and also re-records (with
+//! the sequential recorder), so the launcher compares the two logs. Blocking acquisitions in replay
 //! wait for their turn, release `G`, block in the real call, then take `G` again and tell the
 //! model. Locations are 8-byte granules, locks are object addresses, thread ids are the
 //! runtime's deterministic ids. Joins are not modelled (AggrePlay ignores them; for TPLAY
 //! this loses join edges in atomicity-violation detection).
 #![allow(unsafe_code)]
 
+use crate::model_rec;
 use crate::state::{self, Thread};
 use crate::sys;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use reprise_core::aggreplay::{AggrePlay, AggrePlayLog, AggrePlayRecorder, AggrePlayReplayer};
 use reprise_core::aggreplay_plus::{AggrePlayPlus, AggrePlayPlusReplayer};
 use reprise_core::tplay::plus::{TplayPlusRecorder, TplayPlusReplayer};
@@ -86,11 +89,13 @@ pub fn init(flags: u64, log: &[u8], replay: bool) -> Result<(), &'static str> {
         return Ok(());
     };
     let m = models();
-    m.rec = Some(match which {
-        1 | 3 => Rec::Agg(AggrePlay.recorder()),
-        2 => Rec::Tp(Tplay.recorder()),
-        _ => Rec::TpP(TplayPlus::default().recorder()),
-    });
+    m.rec = match which {
+        // Recording AggrePlay runs in `model_rec`'s stripes instead.
+        1 | 3 if !replay => None,
+        1 | 3 => Some(Rec::Agg(AggrePlay.recorder())),
+        2 => Some(Rec::Tp(Tplay.recorder())),
+        _ => Some(Rec::TpP(TplayPlus::default().recorder())),
+    };
     if replay {
         let corrupt = "the model log is corrupt";
         m.rep = Some(match which {
@@ -154,6 +159,9 @@ fn bump() {
 pub fn release(t: &mut Thread) {
     if t.held == HELD_G {
         t.held = NO_STRIPE;
+        if !state::REPLAY.load(Ordering::Relaxed) {
+            return model_rec::release(t.tid);
+        }
         if state::REPLAY.load(Ordering::Relaxed) {
             // The access of the thread's last event is complete: the `+` variants publish it
             // now (the thread may next block outside the model's events, e.g. in a condition
@@ -185,36 +193,38 @@ const VERSIONS: usize = 1 << 16;
 /// key says which write it reads, a write's its place among the location's writes), the
 /// number of acquisitions and releases of a lock before this one, the id of a created thread.
 /// The models order exactly these (per-location writes and reads-from, per-lock acquisitions),
-/// so the keys are the same in a faithful replay (TPLAY: addresses only). Open addressing by exact key; a full table
+/// so the keys are the same in a faithful replay (TPLAY: addresses only). Open addressing by
+/// exact key, inserted by compare-and-swap (recording updates it from every thread at once; an
+/// object's count changes only under its model stripe, or under `G` in replay); a full table
 /// (more than 65536 distinct objects) keys further objects by their address alone.
-struct Versions {
-    keys: [u64; VERSIONS],
-    counts: [u64; VERSIONS],
-}
-static mut VERS: Versions = Versions {
-    keys: [0; VERSIONS],
-    counts: [0; VERSIONS],
-};
+static VKEYS: [AtomicU64; VERSIONS] = [const { AtomicU64::new(0) }; VERSIONS];
+static VCOUNTS: [AtomicU64; VERSIONS] = [const { AtomicU64::new(0) }; VERSIONS];
 
-/// The version of `key` (nonzero), incremented first when `bump`. Called under G only.
+/// The version of `key` (nonzero), incremented first when `bump`. Called with the object's
+/// model stripe (record) or `G` (replay) held.
 fn version(key: u64, bump: bool) -> u64 {
-    // SAFETY: VERS is only touched under G (one thread at a time).
-    let v = unsafe { &mut *core::ptr::addr_of_mut!(VERS) };
     let mut i = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as usize & (VERSIONS - 1);
     for _ in 0..VERSIONS {
-        if v.keys[i] == key || v.keys[i] == 0 {
-            v.keys[i] = key;
-            if bump {
-                v.counts[i] += 1;
-            }
-            return v.counts[i];
+        let k = VKEYS[i].load(Ordering::Acquire);
+        let mine = k == key
+            || (k == 0
+                && match VKEYS[i].compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => true,
+                    Err(other) => other == key,
+                });
+        if mine {
+            return if bump {
+                VCOUNTS[i].fetch_add(1, Ordering::Relaxed) + 1
+            } else {
+                VCOUNTS[i].load(Ordering::Relaxed)
+            };
         }
         i = (i + 1) & (VERSIONS - 1);
     }
     0
 }
 
-/// The order-bearing key of `op` (see [`Versions`]). Called under G only.
+/// The order-bearing key of `op` (see [`version`]).
 fn order_key(op: &Op) -> u64 {
     const LOC: u64 = 1 << 62;
     const LOCK: u64 = 2 << 62;
@@ -356,6 +366,9 @@ fn park_past_end(t: &mut Thread) {
 /// One event: take G (released at the thread's next safe point), wait for the model's
 /// permission in replay, then tell the model. `op` is computed under G.
 pub fn event(t: &mut Thread, op: impl Fn() -> Op) {
+    if !state::REPLAY.load(Ordering::Relaxed) {
+        return record_event(t, &op);
+    }
     crate::leap::release_held(t);
     park_past_end(t);
     lock_g();
@@ -367,6 +380,24 @@ pub fn event(t: &mut Thread, op: impl Fn() -> Op) {
     }
     observe(t, o);
     bump();
+}
+
+/// One event while recording: take its model stripe (kept to the next safe point), then the
+/// model's step (see `model_rec`).
+fn record_event(t: &mut Thread, op: &impl Fn() -> Op) {
+    if t.held != HELD_G {
+        crate::leap::release_held(t);
+    }
+    // (`take` keeps a held stripe that is the event's own and nobody waits for.)
+    let (s, o) = model_rec::take(t.tid, op);
+    t.held = HELD_G;
+    t.model_key = order_key(&o);
+    if models().rec.is_none() {
+        return model_rec::observe_agg(t.tid, s, o);
+    }
+    lock_g();
+    observe(t, o);
+    unlock_g();
 }
 
 /// A blocking acquisition in replay: wait for permission, release G, perform `f` (the real
@@ -412,10 +443,14 @@ pub fn op_for(kind: u64, g: u64) -> Op {
     }
 }
 
-/// At the end of the process (G is taken; every other thread parks): send the log.
-pub fn finish() {
+/// At the end of the process, called by thread `tid` (every model stripe and G are taken;
+/// every other thread parks at its next event): send the log.
+pub fn finish(tid: u32) {
     if !active() {
         return;
+    }
+    if !state::REPLAY.load(Ordering::Relaxed) {
+        model_rec::lock_all(tid);
     }
     lock_g();
     let m = models();
@@ -423,6 +458,7 @@ pub fn finish() {
         Some(Rec::Agg(r)) => binlog::encode(&r.finish()),
         Some(Rec::Tp(r)) => binlog::encode(&r.finish()),
         Some(Rec::TpP(r)) => binlog::encode(&r.finish()),
+        None if !state::REPLAY.load(Ordering::Relaxed) => binlog::encode(&model_rec::finish_agg()),
         None => return,
     };
     let Ok(bytes) = bytes else { return };
