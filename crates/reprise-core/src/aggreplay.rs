@@ -197,6 +197,27 @@ impl AggLocs {
         self.l.entry(m).or_default().push(t);
     }
 
+    /// Writes (and RMWs) of `x` so far: the place of the last one in `W_x`, which a read
+    /// after it reads (an order-bearing key a faithful replay reproduces).
+    pub fn writes_of(&self, x: Loc) -> u64 {
+        self.w.get(&x).map_or(0, |v| v.len() as u64)
+    }
+
+    /// Acquisitions of `m` so far (the length of `L_m`).
+    pub fn acquisitions_of(&self, m: LockId) -> u64 {
+        self.l.get(&m).map_or(0, |v| v.len() as u64)
+    }
+
+    /// The version of `op`'s object: [`AggLocs::writes_of`] a location,
+    /// [`AggLocs::acquisitions_of`] a lock, 0 for a thread.
+    pub fn version(&self, op: &Op) -> u64 {
+        match *op {
+            Op::Read(x) | Op::Write(x) | Op::Rmw(x) => self.writes_of(x),
+            Op::Acquire(m) | Op::Release(m) => self.acquisitions_of(m),
+            Op::Fork(_) | Op::Join(_) => 0,
+        }
+    }
+
     /// Move this part's lists into `log` (then finished by [`finish_log`]).
     pub fn drain_into(&mut self, log: &mut AggrePlayLog) {
         log.w.extend(self.w.drain());
@@ -221,6 +242,13 @@ pub fn finish_log(log: &mut AggrePlayLog, nthreads: u32) {
                 rc.resize(nthreads as usize, 0);
             }
         }
+    }
+}
+
+impl AggrePlayRecorder {
+    /// The per-location part (for [`AggLocs::writes_of`] and [`AggLocs::acquisitions_of`]).
+    pub fn locs(&self) -> &AggLocs {
+        &self.locs
     }
 }
 

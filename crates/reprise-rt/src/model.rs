@@ -20,7 +20,7 @@
 use crate::model_rec;
 use crate::state::{self, Thread};
 use crate::sys;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 use reprise_core::aggreplay::{AggrePlay, AggrePlayLog, AggrePlayRecorder, AggrePlayReplayer};
 use reprise_core::aggreplay_plus::{AggrePlayPlus, AggrePlayPlusReplayer};
 use reprise_core::tplay::plus::{TplayPlusRecorder, TplayPlusReplayer};
@@ -185,76 +185,48 @@ pub fn release(t: &mut Thread) {
     }
 }
 
-/// Slots of the version table (a power of two).
-const VERSIONS: usize = 1 << 16;
-
-/// Per-object versions, for the order-bearing key each model event folds into the digest:
-/// the number of writes (or read-modify-writes) of a location before this access (a read's
-/// key says which write it reads, a write's its place among the location's writes), the
-/// number of acquisitions and releases of a lock before this one, the id of a created thread.
-/// The models order exactly these (per-location writes and reads-from, per-lock acquisitions),
-/// so the keys are the same in a faithful replay (TPLAY: addresses only). Open addressing by
-/// exact key, inserted by compare-and-swap (recording updates it from every thread at once; an
-/// object's count changes only under its model stripe, or under `G` in replay); a full table
-/// (more than 65536 distinct objects) keys further objects by their address alone.
-static VKEYS: [AtomicU64; VERSIONS] = [const { AtomicU64::new(0) }; VERSIONS];
-static VCOUNTS: [AtomicU64; VERSIONS] = [const { AtomicU64::new(0) }; VERSIONS];
-
-/// The version of `key` (nonzero), incremented first when `bump`. Called with the object's
-/// model stripe (record) or `G` (replay) held.
-fn version(key: u64, bump: bool) -> u64 {
-    let mut i = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as usize & (VERSIONS - 1);
-    for _ in 0..VERSIONS {
-        let k = VKEYS[i].load(Ordering::Acquire);
-        let mine = k == key
-            || (k == 0
-                && match VKEYS[i].compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
-                    Ok(_) => true,
-                    Err(other) => other == key,
-                });
-        if mine {
-            return if bump {
-                VCOUNTS[i].fetch_add(1, Ordering::Relaxed) + 1
-            } else {
-                VCOUNTS[i].load(Ordering::Relaxed)
-            };
-        }
-        i = (i + 1) & (VERSIONS - 1);
-    }
-    0
-}
-
-/// The order-bearing key of `op` (see [`version`]).
-fn order_key(op: &Op) -> u64 {
-    const LOC: u64 = 1 << 62;
-    const LOCK: u64 = 2 << 62;
-    // TPLAY orders transactions, not each location's writes nor each lock's acquisitions
-    // (the same values may come by another order): an object's key is its address alone there.
-    let locs = WHICH.load(Ordering::Relaxed) == 1;
-    let (obj, ver) = match *op {
-        Op::Read(g) if locs => (g, version(g | LOC, false)),
-        Op::Write(g) | Op::Rmw(g) if locs => (g, version(g | LOC, true)),
-        Op::Read(g) | Op::Write(g) | Op::Rmw(g) => (g, 0),
-        Op::Acquire(l) | Op::Release(l) if locs => (l, version(l | LOCK, true)),
-        Op::Acquire(l) | Op::Release(l) => (l, 0),
-        Op::Fork(c) | Op::Join(c) => (c as u64, 0),
+/// The order-bearing key each model event folds into the digest: its object and `ver`, for
+/// AggrePlay its version after the model's step (`AggLocs::version`: the number of writes
+/// or RMWs of the location so far, including this one, so a read's key says which write it
+/// reads and a write's its place in `W_x`; the number of acquisitions of a lock so far).
+/// AggrePlay orders exactly these, so the keys are the same in a faithful replay; TPLAY (and
+/// `aggreplay+`, whose re-recorded log is not compared) key by the object alone (`ver` 0).
+fn order_key(op: &Op, ver: u64) -> u64 {
+    let obj = match *op {
+        Op::Read(g) | Op::Write(g) | Op::Rmw(g) => g,
+        Op::Acquire(m) | Op::Release(m) => m,
+        Op::Fork(c) | Op::Join(c) => c as u64,
     };
     crate::access::mix(obj, ver)
 }
 
+/// Whether the order key counts versions (plain AggrePlay).
+fn versioned() -> bool {
+    WHICH.load(Ordering::Relaxed) == 1
+}
+
 fn observe(t: &mut Thread, op: Op) {
-    t.model_key = order_key(&op);
     let e = Event {
         thread: t.tid,
         op,
         value: 0,
     };
-    match models().rec.as_mut() {
-        Some(Rec::Agg(r)) => r.observe(&e),
-        Some(Rec::Tp(r)) => r.observe(&e),
-        Some(Rec::TpP(r)) => r.observe(&e),
-        None => {}
-    }
+    let ver = match models().rec.as_mut() {
+        Some(Rec::Agg(r)) => {
+            r.observe(&e);
+            r.locs().version(&op)
+        }
+        Some(Rec::Tp(r)) => {
+            r.observe(&e);
+            0
+        }
+        Some(Rec::TpP(r)) => {
+            r.observe(&e);
+            0
+        }
+        None => 0,
+    };
+    t.model_key = order_key(&op, if versioned() { ver } else { 0 });
 }
 
 fn may(t: &Thread, op: &Op) -> bool {
@@ -391,9 +363,10 @@ fn record_event(t: &mut Thread, op: &impl Fn() -> Op) {
     // (`take` keeps a held stripe that is the event's own and nobody waits for.)
     let (s, o) = model_rec::take(t.tid, op);
     t.held = HELD_G;
-    t.model_key = order_key(&o);
     if models().rec.is_none() {
-        return model_rec::observe_agg(t.tid, s, o);
+        let ver = model_rec::observe_agg(t.tid, s, o);
+        t.model_key = order_key(&o, if versioned() { ver } else { 0 });
+        return;
     }
     lock_g();
     observe(t, o);

@@ -167,8 +167,9 @@ pub fn release(tid: u32) {
     }
 }
 
-/// AggrePlay's step for event `op` of thread `tid`, which holds stripe `s`.
-pub fn observe_agg(tid: u32, s: usize, op: Op) {
+/// AggrePlay's step for event `op` of thread `tid`, which holds stripe `s`; the version of
+/// its object after the step ([`AggLocs::version`], for the event's order key).
+pub fn observe_agg(tid: u32, s: usize, op: Op) -> u64 {
     let n = note_thread(tid + 1);
     // SAFETY: the caller holds stripe `s`'s ticket: no other reference to its cell exists.
     let locs = unsafe { &mut *STRIPES[s].locs.get() }.get_or_insert_with(AggLocs::default);
@@ -188,6 +189,7 @@ pub fn observe_agg(tid: u32, s: usize, op: Op) {
         }
         Op::Release(_) | Op::Join(_) => {}
     }
+    locs.version(&op)
 }
 
 /// At the end: take every model stripe (each holder releases it at its next safe point; the
