@@ -33,6 +33,7 @@ pub mod layout;
 pub mod leap;
 pub mod lifecycle;
 pub mod model;
+pub mod model_rec;
 pub mod ownership;
 pub mod preload;
 pub mod ralloc;

@@ -513,7 +513,7 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     } else {
         leap::lock_and_flush_all();
     }
-    crate::model::finish();
+    crate::model::finish(t.tid);
     let n = state::NEXT_TID.load(Ordering::SeqCst);
     if end.tid != END_TID_NONE || outside_finals {
         final_checkpoint_of_others(t.tid, n, skip);

@@ -2,19 +2,22 @@
 //! `tplay+`, on real threads, run through the models of `reprise-core` (the same code the
 //! simulator measures).
 //!
-//! The models are global state machines, so every event takes one runtime-private global
-//! lock `G`, and, as LEAP's stripes do, keeps it until the thread's next safe point: the
-//! callback precedes the access, and only holding `G` until the access completes makes the
-//! order the model observes the real order (the simulator's "atomic" substrate, where both
-//! seeds were measured). Recording calls the model's recorder; replay asks the model's
-//! replayer whether the thread may perform its next event, parks on a futex otherwise, and
-//! also re-records, so the launcher compares the two logs. Blocking acquisitions in replay
+//! Recording runs threads in parallel (`model_rec`: a model stripe per location or lock, held
+//! to the next safe point; AggrePlay's state split by stripe and thread, TPLAY's step under
+//! `G` for the step alone). Replay drives one global replayer: every event takes the
+//! runtime-private global lock `G` and, as LEAP's stripes do, keeps it until the thread's next
+//! safe point: the callback precedes the access, and only holding `G` until the access
+//! completes makes the order the model observes the real order (the simulator's "atomic"
+//! substrate, where both seeds were measured). Replay asks the model's replayer whether the
+//! thread may perform its next event, parks on a futex otherwise, and also re-records (with
+//! the sequential recorder), so the launcher compares the two logs. Blocking acquisitions in replay
 //! wait for their turn, release `G`, block in the real call, then take `G` again and tell the
 //! model. Locations are 8-byte granules, locks are object addresses, thread ids are the
 //! runtime's deterministic ids. Joins are not modelled (AggrePlay ignores them; for TPLAY
 //! this loses join edges in atomicity-violation detection).
 #![allow(unsafe_code)]
 
+use crate::model_rec;
 use crate::state::{self, Thread};
 use crate::sys;
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -86,11 +89,13 @@ pub fn init(flags: u64, log: &[u8], replay: bool) -> Result<(), &'static str> {
         return Ok(());
     };
     let m = models();
-    m.rec = Some(match which {
-        1 | 3 => Rec::Agg(AggrePlay.recorder()),
-        2 => Rec::Tp(Tplay.recorder()),
-        _ => Rec::TpP(TplayPlus::default().recorder()),
-    });
+    m.rec = match which {
+        // Recording AggrePlay runs in `model_rec`'s stripes instead.
+        1 | 3 if !replay => None,
+        1 | 3 => Some(Rec::Agg(AggrePlay.recorder())),
+        2 => Some(Rec::Tp(Tplay.recorder())),
+        _ => Some(Rec::TpP(TplayPlus::default().recorder())),
+    };
     if replay {
         let corrupt = "the model log is corrupt";
         m.rep = Some(match which {
@@ -154,6 +159,9 @@ fn bump() {
 pub fn release(t: &mut Thread) {
     if t.held == HELD_G {
         t.held = NO_STRIPE;
+        if !state::REPLAY.load(Ordering::Relaxed) {
+            return model_rec::release(t.tid);
+        }
         if state::REPLAY.load(Ordering::Relaxed) {
             // The access of the thread's last event is complete: the `+` variants publish it
             // now (the thread may next block outside the model's events, e.g. in a condition
@@ -177,74 +185,48 @@ pub fn release(t: &mut Thread) {
     }
 }
 
-/// Slots of the version table (a power of two).
-const VERSIONS: usize = 1 << 16;
-
-/// Per-object versions, for the order-bearing key each model event folds into the digest:
-/// the number of writes (or read-modify-writes) of a location before this access (a read's
-/// key says which write it reads, a write's its place among the location's writes), the
-/// number of acquisitions and releases of a lock before this one, the id of a created thread.
-/// The models order exactly these (per-location writes and reads-from, per-lock acquisitions),
-/// so the keys are the same in a faithful replay (TPLAY: addresses only). Open addressing by exact key; a full table
-/// (more than 65536 distinct objects) keys further objects by their address alone.
-struct Versions {
-    keys: [u64; VERSIONS],
-    counts: [u64; VERSIONS],
-}
-static mut VERS: Versions = Versions {
-    keys: [0; VERSIONS],
-    counts: [0; VERSIONS],
-};
-
-/// The version of `key` (nonzero), incremented first when `bump`. Called under G only.
-fn version(key: u64, bump: bool) -> u64 {
-    // SAFETY: VERS is only touched under G (one thread at a time).
-    let v = unsafe { &mut *core::ptr::addr_of_mut!(VERS) };
-    let mut i = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as usize & (VERSIONS - 1);
-    for _ in 0..VERSIONS {
-        if v.keys[i] == key || v.keys[i] == 0 {
-            v.keys[i] = key;
-            if bump {
-                v.counts[i] += 1;
-            }
-            return v.counts[i];
-        }
-        i = (i + 1) & (VERSIONS - 1);
-    }
-    0
-}
-
-/// The order-bearing key of `op` (see [`Versions`]). Called under G only.
-fn order_key(op: &Op) -> u64 {
-    const LOC: u64 = 1 << 62;
-    const LOCK: u64 = 2 << 62;
-    // TPLAY orders transactions, not each location's writes nor each lock's acquisitions
-    // (the same values may come by another order): an object's key is its address alone there.
-    let locs = WHICH.load(Ordering::Relaxed) == 1;
-    let (obj, ver) = match *op {
-        Op::Read(g) if locs => (g, version(g | LOC, false)),
-        Op::Write(g) | Op::Rmw(g) if locs => (g, version(g | LOC, true)),
-        Op::Read(g) | Op::Write(g) | Op::Rmw(g) => (g, 0),
-        Op::Acquire(l) | Op::Release(l) if locs => (l, version(l | LOCK, true)),
-        Op::Acquire(l) | Op::Release(l) => (l, 0),
-        Op::Fork(c) | Op::Join(c) => (c as u64, 0),
+/// The order-bearing key each model event folds into the digest: its object and `ver`, for
+/// AggrePlay its version after the model's step (`AggLocs::version`: the number of writes
+/// or RMWs of the location so far, including this one, so a read's key says which write it
+/// reads and a write's its place in `W_x`; the number of acquisitions of a lock so far).
+/// AggrePlay orders exactly these, so the keys are the same in a faithful replay; TPLAY (and
+/// `aggreplay+`, whose re-recorded log is not compared) key by the object alone (`ver` 0).
+fn order_key(op: &Op, ver: u64) -> u64 {
+    let obj = match *op {
+        Op::Read(g) | Op::Write(g) | Op::Rmw(g) => g,
+        Op::Acquire(m) | Op::Release(m) => m,
+        Op::Fork(c) | Op::Join(c) => c as u64,
     };
     crate::access::mix(obj, ver)
 }
 
+/// Whether the order key counts versions (plain AggrePlay).
+fn versioned() -> bool {
+    WHICH.load(Ordering::Relaxed) == 1
+}
+
 fn observe(t: &mut Thread, op: Op) {
-    t.model_key = order_key(&op);
     let e = Event {
         thread: t.tid,
         op,
         value: 0,
     };
-    match models().rec.as_mut() {
-        Some(Rec::Agg(r)) => r.observe(&e),
-        Some(Rec::Tp(r)) => r.observe(&e),
-        Some(Rec::TpP(r)) => r.observe(&e),
-        None => {}
-    }
+    let ver = match models().rec.as_mut() {
+        Some(Rec::Agg(r)) => {
+            r.observe(&e);
+            r.locs().version(&op)
+        }
+        Some(Rec::Tp(r)) => {
+            r.observe(&e);
+            0
+        }
+        Some(Rec::TpP(r)) => {
+            r.observe(&e);
+            0
+        }
+        None => 0,
+    };
+    t.model_key = order_key(&op, if versioned() { ver } else { 0 });
 }
 
 fn may(t: &Thread, op: &Op) -> bool {
@@ -356,6 +338,9 @@ fn park_past_end(t: &mut Thread) {
 /// One event: take G (released at the thread's next safe point), wait for the model's
 /// permission in replay, then tell the model. `op` is computed under G.
 pub fn event(t: &mut Thread, op: impl Fn() -> Op) {
+    if !state::REPLAY.load(Ordering::Relaxed) {
+        return record_event(t, &op);
+    }
     crate::leap::release_held(t);
     park_past_end(t);
     lock_g();
@@ -367,6 +352,25 @@ pub fn event(t: &mut Thread, op: impl Fn() -> Op) {
     }
     observe(t, o);
     bump();
+}
+
+/// One event while recording: take its model stripe (kept to the next safe point), then the
+/// model's step (see `model_rec`).
+fn record_event(t: &mut Thread, op: &impl Fn() -> Op) {
+    if t.held != HELD_G {
+        crate::leap::release_held(t);
+    }
+    // (`take` keeps a held stripe that is the event's own and nobody waits for.)
+    let (s, o) = model_rec::take(t.tid, op);
+    t.held = HELD_G;
+    if models().rec.is_none() {
+        let ver = model_rec::observe_agg(t.tid, s, o);
+        t.model_key = order_key(&o, if versioned() { ver } else { 0 });
+        return;
+    }
+    lock_g();
+    observe(t, o);
+    unlock_g();
 }
 
 /// A blocking acquisition in replay: wait for permission, release G, perform `f` (the real
@@ -412,10 +416,14 @@ pub fn op_for(kind: u64, g: u64) -> Op {
     }
 }
 
-/// At the end of the process (G is taken; every other thread parks): send the log.
-pub fn finish() {
+/// At the end of the process, called by thread `tid` (every model stripe and G are taken;
+/// every other thread parks at its next event): send the log.
+pub fn finish(tid: u32) {
     if !active() {
         return;
+    }
+    if !state::REPLAY.load(Ordering::Relaxed) {
+        model_rec::lock_all(tid);
     }
     lock_g();
     let m = models();
@@ -423,6 +431,7 @@ pub fn finish() {
         Some(Rec::Agg(r)) => binlog::encode(&r.finish()),
         Some(Rec::Tp(r)) => binlog::encode(&r.finish()),
         Some(Rec::TpP(r)) => binlog::encode(&r.finish()),
+        None if !state::REPLAY.load(Ordering::Relaxed) => binlog::encode(&model_rec::finish_agg()),
         None => return,
     };
     let Ok(bytes) = bytes else { return };

@@ -36,6 +36,7 @@
 mod build;
 mod chart;
 mod exec;
+mod failures;
 mod output;
 mod sync;
 mod tables;

@@ -201,6 +201,7 @@ pub(super) fn markdown(b: &Bench) -> String {
     let _ = writeln!(s, "\n## Replay success (verified / runs)\n");
     b.per_strategy(&mut s, |p, st| replay_success(b.runs, &p.name, st));
     success_summary(&mut s, b);
+    super::failures::table(&mut s, b.runs, b.strategies);
     log_summary(&mut s, b);
     s
 }

@@ -1,0 +1,72 @@
+//! The failure classification table: the cause of every replay that did not verify, per
+//! strategy, read from the replay's own diagnosis (its note).
+//!
+//! The symptom says which kind of relation broke; the strategy says whose fault it is. The
+//! seeds (`aggreplay`, `tplay`) fail where they do not record a relation the execution needs;
+//! the simulator shows each class on small programs (`cargo run -p reprise-core --release
+//! --example classify` prints a shortest counter-example per class, and
+//! `crates/reprise-core/tests/plus_variants.rs` asserts them). A strategy that must replay
+//! every run (leap, ownership, `aggreplay+`, `tplay+`) failing is a bug of ours.
+
+use super::Run;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The symptom of a replay that did not verify, from its note.
+fn symptom(r: &Run) -> &'static str {
+    let n = r.note.as_str();
+    if r.timed_out {
+        "timed out"
+    } else if n.contains("waits for the strategy's log") {
+        "stuck: a record checked before it holds"
+    } else if n.contains("blocked in a lock, barrier or join") {
+        "stuck in the program's synchronisation (lock order, or a wait on a value it never sees)"
+    } else if n.contains("re-recorded in the replay") || n.contains("access vector") {
+        "the same values by another order"
+    } else if n.contains("diverged") || n.contains("differ") || n.contains("ended differently") {
+        "values diverged: a relation held at the callback, not at the access"
+    } else {
+        "other"
+    }
+}
+
+/// Whose fault a failure of `strategy` is.
+fn cause(strategy: &str) -> &'static str {
+    match strategy {
+        "aggreplay" | "tplay" => "a relation the seed does not record (simulator: `classify`)",
+        _ => "a bug of ours (this strategy must replay every run)",
+    }
+}
+
+/// Write the table (nothing when every replay verified).
+pub(super) fn table(s: &mut String, runs: &[Run], strategies: &[String]) {
+    let mut rows: BTreeMap<(usize, &str), (u32, String)> = BTreeMap::new();
+    for r in runs.iter().filter(|r| {
+        r.config == "replay" && r.verified != Some(true) && !r.note.starts_with("skipped")
+    }) {
+        let Some(i) = strategies.iter().position(|s| *s == r.strategy) else {
+            continue;
+        };
+        let e = rows
+            .entry((i, symptom(r)))
+            .or_insert_with(|| (0, format!("{} run {}: {}", r.program, r.run, r.note)));
+        e.0 += 1;
+    }
+    let _ = writeln!(
+        s,
+        "\n## Failure classification (replays that did not verify)\n"
+    );
+    if rows.is_empty() {
+        let _ = writeln!(s, "Every replay verified.");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "| strategy | symptom | replays | cause | first example |\n|---|---|---:|---|---|"
+    );
+    for ((i, sym), (n, example)) in rows {
+        let st = &strategies[i];
+        let example = example.replace('|', "\\|");
+        let _ = writeln!(s, "| {st} | {sym} | {n} | {} | {example} |", cause(st));
+    }
+}

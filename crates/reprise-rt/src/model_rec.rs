@@ -1,0 +1,225 @@
+//! Recording the model strategies on real threads in parallel (AggrePlay's and TPLAY's Pin
+//! tools record every thread at once; the runtime did too little of that when one lock ordered
+//! every event).
+//!
+//! Every event takes a *model stripe* (a fair ticket lock, one of [`MSTRIPES`], chosen by the
+//! event's object: a location's granule, a lock's address, a thread creation) and keeps it, as
+//! LEAP's stripes do, until the thread's next safe point: the callback precedes the access, and
+//! only holding the stripe until the access completes makes the order of a location's (or a
+//! lock's) events in the model their real order. Events on other stripes run in parallel, so
+//! the order the model sees is one that agrees with program order and with every location's
+//! and lock's order: an execution equivalent to the real one (same reads-from, same lock
+//! order), which is what the simulator's "atomic" substrate feeds the same models.
+//!
+//! AggrePlay (and `aggreplay+`, same recorder) needs nothing more: its state is keyed by
+//! location or lock ([`AggLocs`], one per stripe, touched only by the stripe's holder) or by
+//! thread (counter, `EX_t`: [`PerThread`], touched only by its thread), so no lock is shared
+//! by all threads. TPLAY's recorder reads other threads' state at every write (read counts,
+//! vector clocks, the `dSet` of other sinks), so its step runs under the model's global lock
+//! `G` for the step alone (a few hash operations), never across the program's access.
+#![allow(unsafe_code)]
+
+use crate::sys;
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicU32, Ordering};
+use reprise_core::aggreplay::{finish_log, AggLocs, AggrePlayLog, ExEntry};
+use reprise_core::{EventId, Op};
+use reprise_proto::MAX_THREADS;
+
+/// Model stripes (a power of two).
+pub const MSTRIPES: usize = 4096;
+
+/// One model stripe: a fair ticket lock and AggrePlay's state for its locations and locks.
+#[repr(C, align(64))]
+struct MStripe {
+    next: AtomicU32,
+    serving: AtomicU32,
+    sleepers: AtomicU32,
+    /// Touched only by the holder of the ticket ([`locs`]).
+    locs: UnsafeCell<Option<AggLocs>>,
+}
+
+// SAFETY: the atomics are shared; `locs` is reached only through `locs`, by the holder of the
+// stripe's ticket (one thread at a time), or by `finish` once it holds every ticket.
+unsafe impl Sync for MStripe {}
+
+static STRIPES: [MStripe; MSTRIPES] = [const {
+    MStripe {
+        next: AtomicU32::new(0),
+        serving: AtomicU32::new(0),
+        sleepers: AtomicU32::new(0),
+        locs: UnsafeCell::new(None),
+    }
+}; MSTRIPES];
+
+/// AggrePlay's per-thread part: event counter and `EX_t`.
+#[derive(Default)]
+struct AggThread {
+    counter: u64,
+    ex: Vec<ExEntry>,
+}
+
+/// Per thread id: the model stripe it holds (+1; 0 none) and its AggrePlay part.
+struct PerThread {
+    held: AtomicU32,
+    /// Touched only by its own thread ([`own`]), or by `finish` once it holds every ticket.
+    agg: UnsafeCell<Option<AggThread>>,
+}
+
+// SAFETY: `held` is atomic; `agg` is reached only by its own thread, or by `finish` while
+// every stripe is taken (no thread is inside an event then).
+unsafe impl Sync for PerThread {}
+
+static THREADS: [PerThread; MAX_THREADS] = [const {
+    PerThread {
+        held: AtomicU32::new(0),
+        agg: UnsafeCell::new(None),
+    }
+}; MAX_THREADS];
+
+/// Threads the AggrePlay model knows (its `nthreads`: one past the largest id seen).
+static NTHREADS: AtomicU32 = AtomicU32::new(0);
+
+fn note_thread(n: u32) -> u32 {
+    let cur = NTHREADS.load(Ordering::SeqCst);
+    if n > cur {
+        NTHREADS.fetch_max(n, Ordering::SeqCst).max(n)
+    } else {
+        cur
+    }
+}
+
+fn ticket_lock(st: &MStripe) {
+    let t = st.next.fetch_add(1, Ordering::Relaxed);
+    let mut spins = 0u32;
+    loop {
+        let s = st.serving.load(Ordering::Acquire);
+        if s == t {
+            return;
+        }
+        spins += 1;
+        if spins < 200 {
+            core::hint::spin_loop();
+        } else if spins < 204 {
+            sys::yield_now();
+        } else {
+            let _e = sys::ErrnoGuard::new();
+            st.sleepers.fetch_add(1, Ordering::SeqCst);
+            sys::futex_wait(&st.serving, s);
+            st.sleepers.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+fn ticket_unlock(st: &MStripe) {
+    st.serving.fetch_add(1, Ordering::SeqCst);
+    // Dekker with the waiter: it counts itself a sleeper before futex_wait re-checks
+    // `serving`, so either it sees the new value or we see it asleep.
+    if st.sleepers.load(Ordering::SeqCst) != 0 {
+        let _e = sys::ErrnoGuard::new();
+        sys::futex_wake(&st.serving, i32::MAX);
+    }
+}
+
+/// The stripe of an event's object. Thread creations share one stripe: the created id is
+/// read under it (`sync::take_obj`), so two creations must not overlap.
+fn stripe_of(op: &Op) -> usize {
+    let key = match *op {
+        Op::Read(g) | Op::Write(g) | Op::Rmw(g) => g,
+        Op::Acquire(l) | Op::Release(l) => l >> 3,
+        Op::Fork(_) => u64::MAX,
+        Op::Join(c) => (c as u64) | 1 << 63,
+    };
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MSTRIPES.trailing_zeros())) as usize
+}
+
+/// Take the model stripe of `op` (computed again under it, as `op` may read shared state);
+/// the thread keeps it until [`release`]. Returns the op.
+/// The thread's access of its previous event is complete here (a safe point); a held stripe
+/// that is the event's own and that nobody waits for is kept (as LEAP's same-stripe turns
+/// are): nothing can come between, and the two atomic operations per event, on a line other
+/// cores touch, are most of the cost of an event.
+pub fn take(tid: u32, op: &impl Fn() -> Op) -> (usize, Op) {
+    let s = stripe_of(&op());
+    let held = &THREADS[tid as usize].held;
+    let h = held.load(Ordering::Relaxed);
+    if h == s as u32 + 1 && uncontended(&STRIPES[s]) {
+        return (s, op());
+    }
+    release(tid);
+    ticket_lock(&STRIPES[s]);
+    held.store(s as u32 + 1, Ordering::Relaxed);
+    (s, op())
+}
+
+/// Nobody waits for this stripe's ticket (its holder asks).
+fn uncontended(st: &MStripe) -> bool {
+    st.next.load(Ordering::Relaxed) == st.serving.load(Ordering::Relaxed).wrapping_add(1)
+}
+
+/// The thread's access is complete (a safe point): release its model stripe.
+pub fn release(tid: u32) {
+    let p = &THREADS[tid as usize].held;
+    let h = p.load(Ordering::Relaxed);
+    if h != 0 {
+        p.store(0, Ordering::Relaxed);
+        ticket_unlock(&STRIPES[h as usize - 1]);
+    }
+}
+
+/// AggrePlay's step for event `op` of thread `tid`, which holds stripe `s`; the version of
+/// its object after the step ([`AggLocs::version`], for the event's order key).
+pub fn observe_agg(tid: u32, s: usize, op: Op) -> u64 {
+    let n = note_thread(tid + 1);
+    // SAFETY: the caller holds stripe `s`'s ticket: no other reference to its cell exists.
+    let locs = unsafe { &mut *STRIPES[s].locs.get() }.get_or_insert_with(AggLocs::default);
+    // SAFETY: only thread `tid` itself reaches its own cell outside `finish`.
+    let me = unsafe { &mut *THREADS[tid as usize].agg.get() }.get_or_insert_with(Default::default);
+    me.counter += 1;
+    let e = EventId::new(tid, me.counter);
+    match op {
+        Op::Write(x) | Op::Rmw(x) => {
+            let entry = locs.write(e, x, n);
+            me.ex.push(entry);
+        }
+        Op::Read(x) => locs.read(e, x),
+        Op::Acquire(m) => locs.acquire(tid, m),
+        Op::Fork(u) => {
+            note_thread(u + 1);
+        }
+        Op::Release(_) | Op::Join(_) => {}
+    }
+    locs.version(&op)
+}
+
+/// At the end: take every model stripe (each holder releases it at its next safe point; the
+/// caller's own is released first) and keep them, so no thread is inside an event while the
+/// log is assembled, nor records one after.
+pub fn lock_all(caller: u32) {
+    release(caller);
+    for st in &STRIPES {
+        ticket_lock(st);
+    }
+}
+
+/// AggrePlay's log from the stripes and threads (after [`lock_all`]).
+pub fn finish_agg() -> AggrePlayLog {
+    let mut log = AggrePlayLog::default();
+    for st in &STRIPES {
+        // SAFETY: lock_all took every stripe's ticket: nobody else reaches the cell.
+        if let Some(l) = unsafe { &mut *st.locs.get() }.as_mut() {
+            l.drain_into(&mut log);
+        }
+    }
+    for (tid, p) in THREADS.iter().enumerate() {
+        // SAFETY: every stripe is taken, so no thread is inside an event (the only place a
+        // thread touches its cell).
+        if let Some(a) = unsafe { &mut *p.agg.get() }.as_mut() {
+            if !a.ex.is_empty() {
+                log.ex.insert(tid as u32, core::mem::take(&mut a.ex));
+            }
+        }
+    }
+    finish_log(&mut log, NTHREADS.load(Ordering::SeqCst));
+    log
+}
