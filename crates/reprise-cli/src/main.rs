@@ -12,6 +12,7 @@ mod info;
 mod launch;
 mod libs;
 mod options;
+mod outcheck;
 mod record;
 mod recording;
 mod replay;

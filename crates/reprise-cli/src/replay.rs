@@ -2,8 +2,9 @@
 //! and verify.
 
 use crate::launch::{self, Launch, Sink};
+use crate::outcheck::{OutputCheck, RecordedOutput};
 use crate::recording::Recording;
-use crate::verify::{self, RunOutput};
+use crate::verify::{self, Outputs, RunOutput};
 use anyhow::{Context, Result};
 use reprise_trace::{ChunkKind, TraceReader};
 use std::os::unix::ffi::OsStrExt;
@@ -39,15 +40,43 @@ fn fail<T>(msg: impl Into<String>) -> Result<T> {
     Err(Fail(msg.into()).into())
 }
 
-#[derive(Default)]
-struct ReplaySink {
+/// What a replay produced: its re-recorded events, and its output compared with the recorded
+/// output as it comes.
+struct ReplaySink<'a> {
     rec: Recording,
     pending: Vec<u8>,
-    out: Vec<u8>,
-    err: Vec<u8>,
+    out: OutputCheck<'a>,
+    err: OutputCheck<'a>,
 }
 
-impl Sink for ReplaySink {
+impl<'a> ReplaySink<'a> {
+    /// Comparing with the recorded `out` and `err`; `keep`: keep the replay's output too (to
+    /// show it after the run).
+    fn new(out: &'a RecordedOutput, err: &'a RecordedOutput, keep: bool) -> ReplaySink<'a> {
+        let check = if keep {
+            OutputCheck::keeping
+        } else {
+            OutputCheck::new
+        };
+        ReplaySink {
+            rec: Recording::default(),
+            pending: Vec::new(),
+            out: check(out),
+            err: check(err),
+        }
+    }
+
+    /// How the output compared; Err(Fail) when a recorded chunk is damaged.
+    fn outputs(&self, path: &std::path::Path) -> Result<Outputs> {
+        let damaged = |e: &reprise_trace::TraceError| Fail(format!("{}: {e}", path.display()));
+        Ok(Outputs {
+            stdout: self.out.verdict().map_err(damaged)?,
+            stderr: self.err.verdict().map_err(damaged)?,
+        })
+    }
+}
+
+impl Sink for ReplaySink<'_> {
     fn events(&mut self, b: &[u8]) -> Result<()> {
         self.pending.extend_from_slice(b);
         let used = self
@@ -58,11 +87,11 @@ impl Sink for ReplaySink {
         Ok(())
     }
     fn stdout(&mut self, b: &[u8]) -> Result<()> {
-        self.out.extend_from_slice(b);
+        self.out.feed(b);
         Ok(())
     }
     fn stderr(&mut self, b: &[u8]) -> Result<()> {
-        self.err.extend_from_slice(b);
+        self.err.feed(b);
         Ok(())
     }
 }
@@ -73,10 +102,11 @@ pub struct Loaded {
     pub header: reprise_trace::Header,
     /// The decoded events.
     pub rec: Recording,
-    /// The program's recorded stdout.
-    pub stdout: Vec<u8>,
-    /// The program's recorded stderr.
-    pub stderr: Vec<u8>,
+    /// The program's recorded stdout, compressed as stored (decompressed as a replay
+    /// compares it).
+    pub stdout: RecordedOutput,
+    /// The program's recorded stderr, likewise.
+    pub stderr: RecordedOutput,
     /// The footer: how the recording ended. For a trace without one (the recorder was
     /// killed), what the trace implies: the program's recorded end if the runtime saw it,
     /// otherwise SIGKILL, which the program got when its recorder died (PR_SET_PDEATHSIG).
@@ -102,20 +132,29 @@ impl Loaded {
     }
 }
 
-/// Load a trace fully: header, decoded recording, outputs, footer. A trace whose recorder was
-/// killed (no footer, the last frame perhaps torn) loads as far as its intact frames go.
+/// Load a trace: header, decoded recording, outputs (checked, left compressed), footer. A
+/// trace whose recorder was killed (no footer, the last frame perhaps torn) loads as far as
+/// its intact frames go.
 pub fn load(path: &std::path::Path) -> Result<Loaded> {
-    let reader = TraceReader::open(path).map_err(|e| Fail(format!("{}: {e}", path.display())))?;
-    let (header, chunks, footer) = reader
-        .read_salvaged()
-        .map_err(|e| Fail(format!("{}: {e}", path.display())))?;
+    let damaged = |e: reprise_trace::TraceError| Fail(format!("{}: {e}", path.display()));
+    let reader = TraceReader::open(path).map_err(damaged)?;
+    let (header, chunks, footer) = reader.read_salvaged_raw().map_err(damaged)?;
     let interrupted = footer.is_none();
-    let (mut ev, mut out, mut err) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ev, mut out, mut err) = (
+        Vec::new(),
+        RecordedOutput::default(),
+        RecordedOutput::default(),
+    );
+    let mut dec = zstd::bulk::Decompressor::new()?;
+    let mut buf = Vec::new();
     for c in chunks {
         match c.kind {
-            ChunkKind::Events => ev.extend_from_slice(&c.data),
-            ChunkKind::Stdout => out.extend_from_slice(&c.data),
-            ChunkKind::Stderr => err.extend_from_slice(&c.data),
+            ChunkKind::Events => {
+                c.decompress_into(&mut dec, &mut buf).map_err(damaged)?;
+                ev.extend_from_slice(&buf);
+            }
+            ChunkKind::Stdout => out.push(c),
+            ChunkKind::Stderr => err.push(c),
         }
     }
     let rec = if interrupted {
@@ -308,20 +347,20 @@ fn say_verified(
 }
 
 /// A replay that verified: what it produced and, for a cut-short recording, how far it went.
-type Verified = (ReplaySink, Option<verify::CutVerified>);
+type Verified<'a> = (ReplaySink<'a>, Option<verify::CutVerified>);
 
 /// Judge one replay (`sink`, `ended`) against the recording `a` of a trace with `header`
 /// (`cut`: replayed as cut short; `interrupted`: its recorder was killed, so its outputs may
 /// stop short of its events): Ok when it verified, else why not (a divergence the runtime saw, naming the source line
 /// when it can; the watchdog's report; the first difference [`verify`] finds).
-fn judge(
+fn judge<'a>(
     header: &reprise_trace::Header,
     a: &RunOutput<'_>,
-    sink: ReplaySink,
+    (sink, outputs): (ReplaySink<'a>, Outputs),
     ended: launch::Ended,
     (cut, interrupted): (bool, bool),
     strategy_flag: u64,
-) -> std::result::Result<Verified, String> {
+) -> std::result::Result<Verified<'a>, String> {
     if let Some((_, _, msg)) = &sink.rec.diverged {
         // Name the source line where the diverging thread was (its access or call).
         let at = sink.rec.diverge_stack.as_ref().and_then(|(_, pcs)| {
@@ -337,18 +376,16 @@ fn judge(
     }
     let b = RunOutput {
         rec: &sink.rec,
-        stdout: &sink.out,
-        stderr: &sink.err,
         exit: &ended.exit,
     };
     if cut {
-        return match verify::compare_cut(a, &b, interrupted) {
+        return match verify::compare_cut(a, &b, &outputs, interrupted) {
             Ok(v) => Ok((sink, Some(v))),
             Err(why) => Err(format!("replay diverged: {why}")),
         };
     }
     let exact_log = verify::model_log_is_exact(strategy_flag);
-    if let Err(why) = verify::compare(a, &b, exact_log) {
+    if let Err(why) = verify::compare(a, &b, &outputs, exact_log) {
         return Err(format!("replay diverged: {why}"));
     }
     Ok((sink, None))
@@ -383,20 +420,20 @@ fn end_signal(rec: &Recording) -> Option<(i32, Vec<(u32, u64)>)> {
 
 /// The output of the replay that verified, shown once at the end (with several attempts it is
 /// not shown live).
-fn show_output(sink: &ReplaySink) {
+fn show_output(sink: &ReplaySink<'_>) {
     use std::io::Write;
-    let _ = std::io::stdout().write_all(&sink.out);
+    let _ = std::io::stdout().write_all(sink.out.kept());
     let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().write_all(&sink.err);
+    let _ = std::io::stderr().write_all(sink.err.kept());
 }
 
 /// Run `attempt` until one verifies, `attempts` times at the most (the first with jitter seed
 /// `seed`); the last verdict and how many were run.
-fn until_verified(
+fn until_verified<'a>(
     attempts: u32,
     seed: u64,
-    attempt: impl Fn(u64) -> Result<std::result::Result<Verified, String>>,
-) -> Result<(std::result::Result<Verified, String>, u32)> {
+    attempt: impl Fn(u64) -> Result<std::result::Result<Verified<'a>, String>>,
+) -> Result<(std::result::Result<Verified<'a>, String>, u32)> {
     let mut tried = 0;
     let verdict = loop {
         tried += 1;
@@ -473,12 +510,10 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     let echo = attempts == 1;
     let recorded = RunOutput {
         rec,
-        stdout: &out,
-        stderr: &err,
         exit: &footer.exit,
     };
     // One replay: Ok(Ok(sink, how far a cut-short one went)) verified, Ok(Err(why)) diverged.
-    let attempt = |jitter: u64| -> Result<std::result::Result<Verified, String>> {
+    let attempt = |jitter: u64| -> Result<std::result::Result<Verified<'_>, String>> {
         let launch = Launch {
             // Under gdb the program may stay stopped for as long as the user likes.
             watchdog: if o.gdb.is_some() { None } else { Some(timeout) },
@@ -488,12 +523,15 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
             echo,
             ..Launch::for_header(&header, config(jitter), preload.clone())
         };
-        let mut sink = ReplaySink::default();
+        // The output is compared as it comes; with several attempts it is also kept, to be
+        // shown once at the end.
+        let mut sink = ReplaySink::new(&out, &err, !echo);
         let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
+        let outputs = sink.outputs(&path)?;
         Ok(judge(
             &header,
             &recorded,
-            sink,
+            (sink, outputs),
             ended,
             (cut, interrupted),
             strategy_flag,

@@ -6,16 +6,61 @@ use crate::recording::Recording;
 use reprise_proto::*;
 use reprise_trace::Exit;
 
-/// Output and end of one run.
+/// Events and end of one run.
 pub struct RunOutput<'a> {
     /// Decoded runtime frames.
     pub rec: &'a Recording,
-    /// stdout bytes.
-    pub stdout: &'a [u8],
-    /// stderr bytes.
-    pub stderr: &'a [u8],
     /// Exit.
     pub exit: &'a Exit,
+}
+
+/// How a replay's output stream (stdout or stderr) compared with the recorded one, byte for
+/// byte as it came (`outcheck::OutputCheck`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamMatch {
+    /// Bytes in the recorded stream.
+    pub recorded: u64,
+    /// Bytes the replay produced.
+    pub replayed: u64,
+    /// The first position where the two differ, as far as both go (None: they agree there).
+    pub first_diff: Option<u64>,
+}
+
+impl StreamMatch {
+    /// The two streams are equal.
+    pub fn equal(&self) -> bool {
+        self.first_diff.is_none() && self.recorded == self.replayed
+    }
+
+    /// The replay's stream is a prefix of the recorded one.
+    pub fn replay_is_prefix(&self) -> bool {
+        self.first_diff.is_none() && self.replayed <= self.recorded
+    }
+
+    /// The streams agree as far as both go (one is a prefix of the other).
+    pub fn agrees_so_far(&self) -> bool {
+        self.first_diff.is_none()
+    }
+
+    /// The first position where they differ, or where the shorter one ends.
+    pub fn diff_at(&self) -> u64 {
+        self.first_diff.unwrap_or(self.recorded.min(self.replayed))
+    }
+}
+
+/// How the replay's stdout and stderr compared with the recording's.
+#[derive(Debug, Clone, Copy)]
+pub struct Outputs {
+    /// stdout.
+    pub stdout: StreamMatch,
+    /// stderr.
+    pub stderr: StreamMatch,
+}
+
+impl Outputs {
+    fn named(&self) -> [(&'static str, StreamMatch); 2] {
+        [("stdout", self.stdout), ("stderr", self.stderr)]
+    }
 }
 
 /// Whether a replay under the strategy of `strategy_flag` (a config flag, 0 for LEAP)
@@ -28,21 +73,20 @@ pub fn model_log_is_exact(strategy_flag: u64) -> bool {
     strategy_flag & FLAG_TPLAY == 0
 }
 
-fn first_diff(a: &[u8], b: &[u8]) -> usize {
-    a.iter()
-        .zip(b)
-        .position(|(x, y)| x != y)
-        .unwrap_or(a.len().min(b.len()))
-}
-
-/// Compare a replay with its recording; Err names the first difference. `exact_log`: whether
-/// the strategy's re-recorded log must equal the recorded one ([`model_log_is_exact`]).
-pub fn compare(rec: &RunOutput<'_>, rep: &RunOutput<'_>, exact_log: bool) -> Result<(), String> {
+/// Compare a replay with its recording (`out`: how its output compared); Err names the first
+/// difference. `exact_log`: whether the strategy's re-recorded log must equal the recorded one
+/// ([`model_log_is_exact`]).
+pub fn compare(
+    rec: &RunOutput<'_>,
+    rep: &RunOutput<'_>,
+    out: &Outputs,
+    exact_log: bool,
+) -> Result<(), String> {
     // The end first: a different end explains most other differences.
     compare_end(rec, rep)?;
     compare_threads(rec, rep)?;
     compare_order(rec, rep, exact_log)?;
-    compare_output(rec, rep)
+    compare_output(out)
 }
 
 /// The end leg of [`compare`]: the exit status, the process end and every thread's final
@@ -196,21 +240,23 @@ fn compare_order(rec: &RunOutput<'_>, rep: &RunOutput<'_>, exact_log: bool) -> R
 }
 
 /// The output leg of [`compare`]: stdout and stderr, byte for byte.
-fn compare_output(rec: &RunOutput<'_>, rep: &RunOutput<'_>) -> Result<(), String> {
-    for (name, a, b) in [
-        ("stdout", rec.stdout, rep.stdout),
-        ("stderr", rec.stderr, rep.stderr),
-    ] {
-        if a != b {
-            return Err(format!(
-                "{name} differs at byte {} (recorded {} bytes, replayed {} bytes)",
-                first_diff(a, b),
-                a.len(),
-                b.len()
-            ));
+fn compare_output(out: &Outputs) -> Result<(), String> {
+    for (name, m) in out.named() {
+        if !m.equal() {
+            return Err(output_differs(name, &m));
         }
     }
     Ok(())
+}
+
+/// "stdout differs at byte N (recorded A bytes, replayed B bytes)".
+fn output_differs(name: &str, m: &StreamMatch) -> String {
+    format!(
+        "{name} differs at byte {} (recorded {} bytes, replayed {} bytes)",
+        m.diff_at(),
+        m.recorded,
+        m.replayed
+    )
 }
 
 /// What a cut-short recording's replay verified.
@@ -218,7 +264,7 @@ pub struct CutVerified {
     /// Events the replay performed, summed over threads.
     pub events: u64,
     /// Output bytes (stdout + stderr) the replay reproduced, of the recording's.
-    pub out: (usize, usize),
+    pub out: (u64, u64),
 }
 
 fn prefix_of<T: PartialEq + std::fmt::Debug>(what: &str, a: &[T], b: &[T]) -> Result<(), String> {
@@ -244,6 +290,7 @@ fn prefix_of<T: PartialEq + std::fmt::Debug>(what: &str, a: &[T], b: &[T]) -> Re
 pub fn compare_cut(
     rec: &RunOutput<'_>,
     rep: &RunOutput<'_>,
+    outputs: &Outputs,
     output_cut: bool,
 ) -> Result<CutVerified, String> {
     let finals = match &rep.rec.end {
@@ -292,25 +339,17 @@ pub fn compare_cut(
         }
     }
     let mut out = (0, 0);
-    for (name, a, b) in [
-        ("stdout", rec.stdout, rep.stdout),
-        ("stderr", rec.stderr, rep.stderr),
-    ] {
+    for (name, m) in outputs.named() {
         let agree = if output_cut {
-            a.starts_with(b) || b.starts_with(a)
+            m.agrees_so_far()
         } else {
-            a.starts_with(b)
+            m.replay_is_prefix()
         };
         if !agree {
-            return Err(format!(
-                "{name} differs at byte {} (recorded {} bytes, replayed {} bytes)",
-                first_diff(a, b),
-                a.len(),
-                b.len()
-            ));
+            return Err(output_differs(name, &m));
         }
-        out.0 += b.len().min(a.len());
-        out.1 += a.len();
+        out.0 += m.replayed.min(m.recorded);
+        out.1 += m.recorded;
     }
     Ok(CutVerified {
         events: finals.values().sum(),

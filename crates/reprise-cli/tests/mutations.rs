@@ -1,5 +1,5 @@
 //! Damaged traces never replay as verified and never hang: two access-vector entries swapped,
-//! a recorded result changed, a byte flipped in a chunk. Each makes `reprise replay` exit 125
+//! a recorded result changed, a byte flipped in a chunk, the recorded output changed. Each makes `reprise replay` exit 125
 //! with a reason. A cut tail (what a killed recorder leaves) replays only up to where it ends. The semantic mutations rewrite the trace with
 //! valid checksums, so only the replay's own checks can catch them.
 
@@ -213,6 +213,84 @@ fn changed_result_is_rejected() {
         );
         eprintln!("changed result of thread {tid}: {why}");
     }
+}
+
+/// Rewrite a trace with its recorded stdout replaced by `f` of it, split into chunks of
+/// `piece` bytes (valid checksums).
+fn rewrite_stdout(src: &Path, dst: &Path, piece: usize, f: impl FnOnce(&mut Vec<u8>)) {
+    let (header, chunks, footer) = TraceReader::open(src).unwrap().read_all().unwrap();
+    let mut out: Vec<u8> = chunks
+        .iter()
+        .filter(|c| c.kind == ChunkKind::Stdout)
+        .flat_map(|c| c.data.iter().copied())
+        .collect();
+    f(&mut out);
+    let mut w = TraceWriter::new(std::fs::File::create(dst).unwrap(), &header).unwrap();
+    for c in chunks.iter().filter(|c| c.kind != ChunkKind::Stdout) {
+        w.write_chunk(c.kind, &c.data).unwrap();
+    }
+    for p in out.chunks(piece) {
+        w.write_chunk(ChunkKind::Stdout, p).unwrap();
+    }
+    w.finish(&footer).unwrap();
+}
+
+#[test]
+fn changed_output_is_rejected_at_its_byte() {
+    // The replay's output is compared with the recorded one piece by piece as it comes (the
+    // recorded chunks decompressed one at a time): a changed, missing or extra byte is named.
+    let (w, r) = recorded("prodcons");
+    let n = r.stdout.len();
+    assert!(n >= 8, "prodcons prints too little to change: {n} bytes");
+    type Edit = fn(&mut Vec<u8>);
+    let cases: [(&str, Edit, String); 3] = [
+        (
+            "changed",
+            |o| {
+                let at = o.len() - 3;
+                o[at] ^= 0x01
+            },
+            format!(
+                "stdout differs at byte {} (recorded {n} bytes, replayed {n} bytes)",
+                n - 3
+            ),
+        ),
+        (
+            "longer",
+            |o| o.push(b'x'),
+            format!(
+                "stdout differs at byte {n} (recorded {} bytes, replayed {n} bytes)",
+                n + 1
+            ),
+        ),
+        (
+            "shorter",
+            |o| {
+                o.pop();
+            },
+            format!(
+                "stdout differs at byte {} (recorded {} bytes, replayed {n} bytes)",
+                n - 1,
+                n - 1
+            ),
+        ),
+    ];
+    for (name, f, want) in cases {
+        // Pieces of 3 bytes: the difference falls inside a later chunk than the first.
+        let dst = w.path(&format!("out-{name}.trace"));
+        rewrite_stdout(&r.trace, &dst, 3, f);
+        let why = replay_rejected(&w, &dst);
+        assert!(why.contains(&want), "{name}: want {want:?} in {why}");
+    }
+    // The same output in other pieces verifies.
+    let dst = w.path("out-same.trace");
+    rewrite_stdout(&r.trace, &dst, 5, |_| {});
+    let mut c = w.cmd();
+    c.arg("replay").arg(&dst);
+    let o = run_limited(c, std::time::Duration::from_secs(120));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("reprise: replay verified ("), "{err}");
+    assert_eq!(o.stdout, r.stdout);
 }
 
 #[test]

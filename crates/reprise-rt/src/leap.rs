@@ -105,7 +105,8 @@ fn ticket_lock(st: &Stripe) {
         spins += 1;
         if spins < 200 {
             core::hint::spin_loop();
-        } else if spins < 204 {
+        } else if spins < 204 && !crate::preload::sync() {
+            // (Sync mode sleeps at once: see `wait_turn`.)
             sys::yield_now();
         } else {
             let _e = sys::ErrnoGuard::new();
@@ -295,12 +296,16 @@ fn wait_turn(t: &Thread, s: u32) {
             .waits_for
             .store(v[idx].tid, Ordering::Relaxed);
         // The turn usually passes within a few hundred nanoseconds: spin, then yield, then
-        // sleep on the futex.
+        // sleep on the futex. In sync mode turns are synchronisation operations, far apart
+        // (the program computes between them): a turn not there after the spin is usually
+        // milliseconds away, and each `sched_yield` on a loaded machine gives the CPU away
+        // for a whole time slice (about 1 ms each, measured on pigz: a third of its replay's
+        // wall time), so it sleeps on the futex at once, woken when the turn passes.
         spins += 1;
         if spins < 200 {
             core::hint::spin_loop();
             continue;
-        } else if spins < 204 {
+        } else if spins < 204 && !crate::preload::sync() {
             sys::yield_now();
             continue;
         }

@@ -33,5 +33,5 @@ pub use error::TraceError;
 pub use format::{MAGIC, MAX_CHUNK_LEN, MAX_HEADER_LEN, TRACE_VERSION};
 pub use reader::TraceReader;
 pub use summary::{summarize, Summary};
-pub use types::{Chunk, ChunkKind, Exit, Footer, Header};
+pub use types::{Chunk, ChunkKind, Exit, Footer, Header, RawChunk};
 pub use writer::TraceWriter;

@@ -7,7 +7,7 @@ use crate::format::{
     self, FrameHead, FOOTER_KIND, FRAME_HEAD_LEN, MAX_CHUNK_LEN, MAX_HEADER_LEN,
     PROLOGUE_FIXED_LEN, TRACE_VERSION,
 };
-use crate::{Chunk, ChunkKind, Footer, Header, TraceError};
+use crate::{Chunk, ChunkKind, Footer, Header, RawChunk, TraceError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -161,6 +161,18 @@ impl TraceReader {
     /// [`TraceError::MissingFooter`], one that ends inside a chunk
     /// [`TraceError::Truncated`]. After an error every call fails.
     pub fn next_chunk(&mut self) -> Result<Option<Chunk>, TraceError> {
+        let r = self
+            .next_raw_chunk()
+            .and_then(|c| c.map(RawChunk::decompress).transpose());
+        if r.is_err() {
+            self.state = State::Failed;
+        }
+        r
+    }
+
+    /// The next data chunk, verified (head and payload checksums) but left compressed, as
+    /// [`next_chunk`](Self::next_chunk) otherwise (the footer is decompressed and checked).
+    pub fn next_raw_chunk(&mut self) -> Result<Option<RawChunk>, TraceError> {
         match self.state {
             State::Done => return Ok(None),
             State::Failed => {
@@ -181,7 +193,7 @@ impl TraceReader {
         r
     }
 
-    fn read_frame(&mut self) -> Result<Option<Chunk>, TraceError> {
+    fn read_frame(&mut self) -> Result<Option<RawChunk>, TraceError> {
         let (chunk, offset) = (self.index, self.pos);
         let truncated = TraceError::Truncated { chunk, offset };
         let corrupt = |why: String| TraceError::Corrupt { chunk, offset, why };
@@ -212,53 +224,65 @@ impl TraceReader {
                     .ok_or_else(|| corrupt(format!("has unknown kind {:#04x}", head.kind)))?,
             )
         };
-        let comp = read_up_to(&mut *self.r, head.comp_len)?;
+        // The head passed its checksum: its length is the writer's, so the buffer is sized at
+        // once (growing it as the bytes came copied a large chunk several times over).
+        let mut comp = Vec::with_capacity(head.comp_len as usize);
+        (&mut *self.r)
+            .take(head.comp_len as u64)
+            .read_to_end(&mut comp)?;
         if comp.len() < head.comp_len as usize {
             return Err(truncated);
         }
         if crc32fast::hash(&comp) != head.data_crc {
             return Err(TraceError::Checksum { chunk, offset });
         }
-        let data = zstd::bulk::decompress(&comp, head.raw_len as usize)
-            .map_err(|e| corrupt(format!("does not decompress: {e}")))?;
-        if data.len() != head.raw_len as usize {
-            return Err(corrupt(format!(
-                "decompresses to {} bytes instead of the declared {}",
-                data.len(),
-                head.raw_len
-            )));
-        }
         self.pos += (FRAME_HEAD_LEN + comp.len()) as u64;
         self.last_comp_len = comp.len() as u64;
-
         let Some(kind) = kind else {
-            let footer: Footer = serde_json::from_slice(&data)
-                .map_err(|e| corrupt(format!("holds a footer that is not valid JSON: {e}")))?;
-            if footer.chunks != chunk || footer.raw_bytes != self.raw_bytes {
+            let data = zstd::bulk::decompress(&comp, head.raw_len as usize)
+                .map_err(|e| corrupt(format!("does not decompress: {e}")))?;
+            if data.len() != head.raw_len as usize {
                 return Err(corrupt(format!(
-                    "holds a footer that counts {} chunks and {} raw bytes, but the trace has {} chunks and {} raw bytes",
-                    footer.chunks, footer.raw_bytes, chunk, self.raw_bytes
+                    "decompresses to {} bytes instead of the declared {}",
+                    data.len(),
+                    head.raw_len
                 )));
             }
-            let mut extra = [0u8; 1];
-            if read_full(&mut *self.r, &mut extra)? != 0 {
-                return Err(TraceError::Corrupt {
-                    chunk: chunk + 1,
-                    offset: self.pos,
-                    why: "follows the footer, but nothing may come after the footer".into(),
-                });
-            }
-            self.footer = Some(footer);
-            return Ok(None);
+            return self.read_footer(chunk, offset, &data).map(|()| None);
         };
         self.index += 1;
-        self.raw_bytes += data.len() as u64;
-        Ok(Some(Chunk {
+        self.raw_bytes += head.raw_len as u64;
+        Ok(Some(RawChunk {
             index: chunk,
             offset,
             kind,
-            data,
+            raw_len: head.raw_len,
+            comp,
         }))
+    }
+
+    /// The footer frame (chunk `chunk` at byte `offset`, decompressed `data`): it counts the
+    /// chunks and bytes before it, and nothing follows it.
+    fn read_footer(&mut self, chunk: u64, offset: u64, data: &[u8]) -> Result<(), TraceError> {
+        let corrupt = |why: String| TraceError::Corrupt { chunk, offset, why };
+        let footer: Footer = serde_json::from_slice(data)
+            .map_err(|e| corrupt(format!("holds a footer that is not valid JSON: {e}")))?;
+        if footer.chunks != chunk || footer.raw_bytes != self.raw_bytes {
+            return Err(corrupt(format!(
+                "holds a footer that counts {} chunks and {} raw bytes, but the trace has {} chunks and {} raw bytes",
+                footer.chunks, footer.raw_bytes, chunk, self.raw_bytes
+            )));
+        }
+        let mut extra = [0u8; 1];
+        if read_full(&mut *self.r, &mut extra)? != 0 {
+            return Err(TraceError::Corrupt {
+                chunk: chunk + 1,
+                offset: self.pos,
+                why: "follows the footer, but nothing may come after the footer".into(),
+            });
+        }
+        self.footer = Some(footer);
+        Ok(())
     }
 
     /// Reads what a recorder that was killed left: every remaining intact chunk, and the
@@ -271,6 +295,24 @@ impl TraceReader {
         let mut chunks = Vec::new();
         loop {
             match self.next_chunk() {
+                Ok(Some(c)) => chunks.push(c),
+                Ok(None) => break,
+                Err(TraceError::MissingFooter { .. } | TraceError::Truncated { .. }) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((self.header, chunks, self.footer))
+    }
+
+    /// [`read_salvaged`](Self::read_salvaged), the chunks left compressed
+    /// ([`RawChunk::decompress`]): a damaged payload that passes its checksum is found only
+    /// when it is decompressed.
+    pub fn read_salvaged_raw(
+        mut self,
+    ) -> Result<(Header, Vec<RawChunk>, Option<Footer>), TraceError> {
+        let mut chunks = Vec::new();
+        loop {
+            match self.next_raw_chunk() {
                 Ok(Some(c)) => chunks.push(c),
                 Ok(None) => break,
                 Err(TraceError::MissingFooter { .. } | TraceError::Truncated { .. }) => break,

@@ -132,3 +132,69 @@ pub struct Chunk {
     /// The decompressed payload.
     pub data: Vec<u8>,
 }
+
+/// One data chunk as read and checked (its head and payload checksums), not yet
+/// decompressed: [`TraceReader::next_raw_chunk`](crate::TraceReader::next_raw_chunk) gives
+/// it, [`RawChunk::decompress`] gives its payload when it is needed (a replay keeps the
+/// recorded output compressed and decompresses it piece by piece as it compares).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawChunk {
+    /// Position of the chunk in the file, from 0.
+    pub index: u64,
+    /// Byte offset of the chunk's frame in the file.
+    pub offset: u64,
+    /// What the chunk holds.
+    pub kind: ChunkKind,
+    /// The payload's length once decompressed (declared by the head, checked by
+    /// [`RawChunk::decompress`]).
+    pub raw_len: u32,
+    /// The zstd frame as stored.
+    pub(crate) comp: Vec<u8>,
+}
+
+impl RawChunk {
+    /// Bytes the chunk takes on disk (its payload, compressed).
+    pub fn comp_len(&self) -> usize {
+        self.comp.len()
+    }
+
+    /// The decompressed payload, appended to `out` (cleared first), with `dec` (a
+    /// decompression context, reused across chunks). Fails, naming the chunk, if the payload
+    /// does not decompress to its declared length.
+    pub fn decompress_into(
+        &self,
+        dec: &mut zstd::bulk::Decompressor<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), crate::TraceError> {
+        let corrupt = |why: String| crate::TraceError::Corrupt {
+            chunk: self.index,
+            offset: self.offset,
+            why,
+        };
+        out.clear();
+        out.reserve(self.raw_len as usize);
+        let n = dec
+            .decompress_to_buffer(&self.comp, out)
+            .map_err(|e| corrupt(format!("does not decompress: {e}")))?;
+        if n != self.raw_len as usize {
+            return Err(corrupt(format!(
+                "decompresses to {n} bytes instead of the declared {}",
+                self.raw_len
+            )));
+        }
+        Ok(())
+    }
+
+    /// The decompressed payload as a [`Chunk`].
+    pub fn decompress(self) -> Result<Chunk, crate::TraceError> {
+        let mut dec = zstd::bulk::Decompressor::new()?;
+        let mut data = Vec::new();
+        self.decompress_into(&mut dec, &mut data)?;
+        Ok(Chunk {
+            index: self.index,
+            offset: self.offset,
+            kind: self.kind,
+            data,
+        })
+    }
+}

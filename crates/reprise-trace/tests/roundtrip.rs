@@ -334,3 +334,23 @@ fn shell_status() {
     assert_eq!(ChunkKind::from_u8(0), None);
     assert_eq!(ChunkKind::from_u8(0xFF), None);
 }
+
+#[test]
+fn raw_chunks_decompress_to_the_chunks() {
+    let bytes = to_bytes(&chunks());
+    let dir = tempfile::tempdir().unwrap();
+    let p = tmpfile(&dir, "t", &bytes);
+    let (_, want, f) = read_path(&p).unwrap();
+    let (_, raw, g) = TraceReader::open(&p).unwrap().read_salvaged_raw().unwrap();
+    assert_eq!(Some(f), g);
+    assert_eq!(raw.len(), want.len());
+    let mut dec = zstd::bulk::Decompressor::new().unwrap();
+    let mut buf = Vec::new();
+    for (r, c) in raw.iter().zip(&want) {
+        assert_eq!((r.index, r.offset, r.kind), (c.index, c.offset, c.kind));
+        assert_eq!(r.raw_len as usize, c.data.len());
+        r.decompress_into(&mut dec, &mut buf).unwrap();
+        assert_eq!(buf, c.data);
+        assert_eq!(&r.clone().decompress().unwrap(), c);
+    }
+}

@@ -418,8 +418,14 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     let (ev_r, ev_w) = pipe()?;
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
-    // SAFETY: raising the pipe size is advisory; failure is harmless.
-    unsafe { libc::fcntl(ev_w.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+    // Raising the pipe sizes is advisory; failure is harmless. The output pipes too, in
+    // record and replay alike: a program writing megabytes (a compressor to stdout) then
+    // blocks on a full pipe a sixteenth as often, each block a sleep and a wake-up that a
+    // replay, whose threads wait for each other's recorded turns, pays again downstream.
+    for fd in [&ev_w, &out_w, &err_w] {
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+    }
     let exe = CString::new(l.exe.clone())?;
     let argv = cstrs(&l.argv)?;
     let env = cstrs(&crate::syncmode::program_env(&l.env, l.preload.as_deref()))?;
