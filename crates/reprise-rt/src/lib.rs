@@ -38,6 +38,7 @@ pub mod preload;
 pub mod ralloc;
 pub mod real;
 pub mod signals;
+pub mod slot;
 pub mod state;
 pub mod sud;
 pub mod sync;

@@ -117,10 +117,12 @@ extern "C" fn on_async(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_voi
     if state::REPLAY.load(Ordering::Relaxed) {
         return; // replay injects recorded deliveries only
     }
-    // SAFETY: the current thread's own slot; sig_pending is atomic.
-    unsafe { (*t).sig_pending.fetch_or(1 << sig, Ordering::SeqCst) };
-    // SAFETY: as above; the next callback takes the slow path, which delivers it.
-    unsafe { (*t).fast_limit.store(0, Ordering::SeqCst) };
+    // SAFETY: the current thread has a slot (checked above): its shared part, all atomics
+    // (the handler may interrupt the thread's own runtime code, whose `&mut Thread` does not
+    // cover it). The next callback takes the slow path, which delivers the signal.
+    let sh = unsafe { &*state::cur_or_idle() };
+    sh.sig_pending.fetch_or(1 << sig, Ordering::SeqCst);
+    sh.fast_limit.store(0, Ordering::SeqCst);
 }
 
 /// A terminating signal arrived whose disposition is the default. Where the thread it landed on
@@ -152,7 +154,7 @@ fn terminator(sig: c_int, t: *mut Thread) {
         crate::lifecycle::end_by_signal(th, sig, true);
     }
     if !replay {
-        th.sig_pending.fetch_or(1 << sig, Ordering::SeqCst);
+        th.sh().sig_pending.fetch_or(1 << sig, Ordering::SeqCst);
     }
 }
 
@@ -213,7 +215,7 @@ pub fn deliver(t: &mut Thread) {
         }
         return;
     }
-    let pending = t.sig_pending.swap(0, Ordering::SeqCst);
+    let pending = t.sh().sig_pending.swap(0, Ordering::SeqCst);
     for sig in 1..NSIG as c_int {
         if pending & (1 << sig) != 0 {
             IN_RT.with(|c| c.set(true));
