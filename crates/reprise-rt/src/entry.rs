@@ -78,6 +78,8 @@ pub fn enter() -> Option<Entry> {
         crate::signals::deliver(th);
     }
     IN_RT.with(|c| c.set(true));
+    // Libraries this thread's last dlopen loaded (runtime work: IN_RT set).
+    crate::dl::check();
     if state::status_header()
         .flush_epoch
         .load(core::sync::atomic::Ordering::Relaxed)

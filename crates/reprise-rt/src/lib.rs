@@ -26,6 +26,7 @@ pub mod calls;
 pub mod cancel;
 pub mod capture;
 pub mod channel;
+pub mod dl;
 pub mod entry;
 pub mod handover;
 pub mod heap;

@@ -53,6 +53,9 @@ fn after_init_inner() {
         crate::handover::install();
     }
     load_unwinder();
+    // The libraries loaded so far are the program's own (in the trace's header) and, in sync
+    // mode, the runtime's: only those the program loads later are reported.
+    crate::dl::at_start();
     // The runtime's descriptors are not for programs this one starts.
     for fd in [FD_CONFIG, FD_CHANNEL, FD_STATUS, FD_LOG] {
         // SAFETY: fcntl on the runtime's own descriptors.
