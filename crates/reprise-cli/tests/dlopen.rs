@@ -95,6 +95,12 @@ fn changed_plugin_is_refused(full: bool) {
         "{names:?}"
     );
     assert_eq!(footer.dlopened[0].1.len(), 16, "{:?}", footer.dlopened);
+    let o = w.cmd().arg("info").arg(&r.trace).output().unwrap();
+    let info = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        info.contains(&format!("dlopened:    {} (hash ", names[0])),
+        "{info}"
+    );
 
     // Unchanged: verified with the recorded output, no warning.
     replay_verified(&w, &r, How::Plain);
@@ -125,4 +131,53 @@ fn full_mode_a_changed_dlopened_library_is_refused() {
 #[test]
 fn sync_mode_a_changed_dlopened_library_is_refused() {
     changed_plugin_is_refused(false);
+}
+
+/// The runtime's `dlopen` leaves glibc the program's call site as the caller: a library found
+/// through the program's own RUNPATH (`$ORIGIN/sub`, searched only for the calling object) is
+/// found in sync mode, whose runtime is another object, and replays verified.
+#[test]
+fn sync_mode_dlopen_by_name_uses_the_programs_runpath() {
+    let w = Work::new();
+    std::fs::create_dir(w.path("sub")).unwrap();
+    std::fs::write(w.path("p.c"), "int plugin_value(void) { return 7; }\n").unwrap();
+    std::fs::write(
+        w.path("by_name.c"),
+        r#"
+#include <dlfcn.h>
+#include <stdio.h>
+int main(void) {
+    void *h = dlopen("libplugin.so", RTLD_NOW);
+    if (!h) { printf("dlopen failed: %s\n", dlerror()); return 3; }
+    printf("value %d\n", ((int (*)(void))dlsym(h, "plugin_value"))());
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    for args in [
+        &["-shared", "-fPIC", "-o", "sub/libplugin.so", "p.c"][..],
+        &[
+            "-O2",
+            "-o",
+            "by_name",
+            "by_name.c",
+            "-ldl",
+            "-Wl,--enable-new-dtags,-rpath,$ORIGIN/sub",
+        ][..],
+    ] {
+        let o = Command::new("gcc")
+            .current_dir(w.dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let r = record(&w, "by_name", &[], "by_name.trace", &[]);
+    assert_eq!(r.stdout, b"value 7\n");
+    assert_eq!(r.status, 0);
+    let footer = TraceReader::open(&r.trace).unwrap().read_all().unwrap().2;
+    assert_eq!(footer.dlopened.len(), 1, "{:?}", footer.dlopened);
+    assert!(footer.dlopened[0].0.ends_with(b"/sub/libplugin.so"));
+    replay_verified(&w, &r, How::Plain);
 }
