@@ -112,7 +112,7 @@ extern "C" fn on_async(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_voi
         return terminator(sig, t);
     }
     if t.is_null() || !active() {
-        return call_program(sig);
+        return call_program(sig, None);
     }
     if state::REPLAY.load(Ordering::Relaxed) {
         return; // replay injects recorded deliveries only
@@ -164,14 +164,15 @@ fn end_requested(sig: c_int) -> bool {
     state::status_header().end_request.load(Ordering::SeqCst) == sig as u32
 }
 
-fn call_program(sig: c_int) {
+/// Run the program's handler for `sig`, or end the process for a terminating one. `t`: the
+/// thread's own `&mut`, passed down by a deferred delivery at a runtime entry ([`deliver`]);
+/// None from a signal handler on a thread without a slot or with the runtime inactive.
+fn call_program(sig: c_int, t: Option<&mut Thread>) {
     let h = PROG[sig as usize].load(Ordering::Relaxed);
     if h == DEFAULT_TERM || end_requested(sig) {
-        let t = state::cur();
-        if !t.is_null() && active() {
+        if let Some(t) = t.filter(|_| active()) {
             // A deferred delivery (at this runtime entry, recorded; replayed here).
-            // SAFETY: the current thread's own slot.
-            crate::lifecycle::end_by_signal(unsafe { &mut *t }, sig, false);
+            crate::lifecycle::end_by_signal(t, sig, false);
         }
         crate::lifecycle::die_of(sig);
     }
@@ -211,7 +212,7 @@ pub fn deliver(t: &mut Thread) {
             IN_RT.with(|c| c.set(true));
             access::log_pair(t, R_SIGNAL, e, sig as u64);
             IN_RT.with(|c| c.set(false));
-            call_program(sig);
+            call_program(sig, Some(&mut *t));
         }
         return;
     }
@@ -221,7 +222,7 @@ pub fn deliver(t: &mut Thread) {
             IN_RT.with(|c| c.set(true));
             access::log_pair(t, R_SIGNAL, e, sig as u64);
             IN_RT.with(|c| c.set(false));
-            call_program(sig);
+            call_program(sig, Some(&mut *t));
         }
     }
 }
