@@ -35,11 +35,14 @@ pub fn check() {
 
 #[cold]
 fn walk() {
+    // Cleared first: nothing the walk does may start another one on this thread (it holds the
+    // shim's spin lock).
+    PENDING.with(|p| p.set(false));
     let send = !crate::state::REPLAY.load(core::sync::atomic::Ordering::Relaxed);
     // SAFETY: the shim's walk takes the loader's own lock (dl_iterate_phdr) and its private
     // spin lock; its callback sends frames with stack buffers only.
-    if unsafe { reprise_shim_dl_walk(send as i32) } != 0 {
-        PENDING.with(|p| p.set(false));
+    if unsafe { reprise_shim_dl_walk(send as i32) } == 0 {
+        PENDING.with(|p| p.set(true));
     }
 }
 
