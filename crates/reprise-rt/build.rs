@@ -8,6 +8,7 @@ const SOURCES: &[&str] = &[
     "csrc/shim_net.c",
     "csrc/shim_threads.c",
     "csrc/shim_names.c",
+    "csrc/shim_dl.c",
 ];
 
 fn main() {

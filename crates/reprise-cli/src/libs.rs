@@ -6,8 +6,10 @@
 //! `LD_PRELOAD` resolve as they do for the program), before the program runs: the list is in
 //! the header, so even a trace whose recorder was killed has it. The loader with `--list`
 //! maps the libraries and prints them; it runs no code of the program. Libraries the program
-//! `dlopen`s itself are not on the list. A program without `PT_INTERP` (static, or not ELF)
-//! has no libraries.
+//! `dlopen`s itself are not on the list: the runtime reports each one it loads after start
+//! (`F_LIB`), the recorder hashes it when it arrives and keeps it in the trace's footer, and
+//! [`check_dlopened`] checks them before a replay. A program without `PT_INTERP` (static, or
+//! not ELF) has no libraries.
 
 use anyhow::{bail, Context, Result};
 use std::ffi::OsStr;
@@ -252,6 +254,48 @@ pub fn check(header: &reprise_trace::Header) -> std::result::Result<(), String> 
             }
             Err(e) => eprintln!(
                 "reprise: warning: cannot check the shared library {} ({e:#}): a change in it would go unnoticed",
+                p.display()
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// Check the libraries the program loaded itself (`footer.dlopened`) before a replay, as
+/// [`check`] does the linked ones: Err(the `reprise:` line) for one that changed, a warning for
+/// one that cannot be read now or could not be then. `reported`: the paths the trace's frames
+/// name (a trace without its footer has them, but no hashes: each is warned about).
+pub fn check_dlopened(
+    footer: &reprise_trace::Footer,
+    reported: &[Vec<u8>],
+) -> std::result::Result<(), String> {
+    for p in reported {
+        if !footer.dlopened.iter().any(|(l, _)| l == p) {
+            eprintln!(
+                "reprise: warning: the trace has no hash of {} (loaded by the program with dlopen; the recorder was killed): a change in it cannot be checked",
+                Path::new(OsStr::from_bytes(p)).display()
+            );
+        }
+    }
+    for (l, recorded) in &footer.dlopened {
+        let p = Path::new(OsStr::from_bytes(l));
+        if recorded.is_empty() {
+            eprintln!(
+                "reprise: warning: the recorder could not read {} (loaded by the program with dlopen): a change in it cannot be checked",
+                p.display()
+            );
+            continue;
+        }
+        match crate::hashcache::file_hash(p) {
+            Ok(h) if &h == recorded => {}
+            Ok(h) => {
+                return Err(format!(
+                    "the shared library {} (loaded by the program with dlopen) changed since the recording (content hash {h} now, {recorded} recorded): restore it or record again",
+                    p.display()
+                ))
+            }
+            Err(e) => eprintln!(
+                "reprise: warning: cannot check the shared library {} (loaded by the program with dlopen: {e:#}): a change in it would go unnoticed",
                 p.display()
             ),
         }

@@ -144,6 +144,8 @@ struct RecordSink {
     keep_output: bool,
     all_out: Vec<u8>,
     all_err: Vec<u8>,
+    /// The libraries the program loaded itself (`rec.dlopened`), hashed as they were reported.
+    dlopened: Vec<(Vec<u8>, String)>,
 }
 
 impl RecordSink {
@@ -160,6 +162,7 @@ impl RecordSink {
             keep_output,
             all_out: Vec::new(),
             all_err: Vec::new(),
+            dlopened: Vec::new(),
         }
     }
 
@@ -185,6 +188,13 @@ impl Sink for RecordSink {
         self.pending.extend_from_slice(b);
         let used = self.rec.feed(&self.pending)?;
         self.pending.drain(..used);
+        // A library the program just loaded: hashed now (an empty hash when it cannot be read:
+        // the replay then warns that it cannot check it).
+        for p in &self.rec.dlopened[self.dlopened.len()..] {
+            let path = std::path::Path::new(std::ffi::OsStr::from_bytes(p));
+            let hash = crate::hashcache::file_hash(path).unwrap_or_default();
+            self.dlopened.push((p.clone(), hash));
+        }
         if self.ev.len() >= 1 << 20 {
             self.flush()?;
         }
@@ -400,6 +410,7 @@ fn finish_recording(
         chunks: 0,
         raw_bytes: 0,
         deadlock: ended.deadlock.clone(),
+        dlopened: std::mem::take(&mut sink.dlopened),
     };
     sink.w.finish(&footer)?;
     if sink.rec.frames == 0 {

@@ -51,6 +51,8 @@ pub struct Recording {
     pub diverge_stack: Option<(u32, Vec<u64>)>,
     /// Files whose reads are re-executed in replay (`F_FILE`), once each, in order.
     pub files: Vec<ReexecFile>,
+    /// Shared libraries the program loaded itself (`F_LIB`: dlopen), once each, in order.
+    pub dlopened: Vec<Vec<u8>>,
 }
 
 /// A file whose reads the recording left to be re-executed in replay (checked by hash).
@@ -176,6 +178,11 @@ impl Recording {
                         mtime: (mtime_sec, mtime_nsec),
                         path,
                     });
+                }
+            }
+            Frame::Lib { path } => {
+                if !self.dlopened.contains(&path) {
+                    self.dlopened.push(path);
                 }
             }
             Frame::Diverge {

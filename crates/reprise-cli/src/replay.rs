@@ -184,6 +184,7 @@ pub fn load(path: &std::path::Path) -> Result<Loaded> {
         chunks: 0,
         raw_bytes: 0,
         deadlock: None,
+        dlopened: Vec::new(),
     });
     Ok(Loaded {
         header,
@@ -472,6 +473,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     let strategy_flag = replayable(&header, &rec)?;
     check_exe(&header)?;
     crate::libs::check(&header).map_err(Fail)?;
+    crate::libs::check_dlopened(&footer, &rec.dlopened).map_err(Fail)?;
     // Files whose reads are re-executed (and hash-checked) must be there, unchanged.
     if let Some(why) = rec.files.iter().find_map(|f| f.changed()) {
         return fail(why);

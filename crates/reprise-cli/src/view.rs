@@ -405,6 +405,7 @@ mod tests {
             chunks: 0,
             raw_bytes: 0,
             deadlock: None,
+            dlopened: Vec::new(),
         };
         let doc = timeline(&reprise_trace::Header::default(), &rec, &footer, None);
         let m = &doc["metadata"];

@@ -141,6 +141,7 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
                 path: p[40..].to_vec(),
             })
         }
+        F_LIB => Ok(Frame::Lib { path: p.to_vec() }),
         _ => Err(DecodeError(format!("unknown frame tag {tag}"))),
     }
 }
@@ -296,6 +297,10 @@ pub fn encode_frame(f: &Frame) -> Vec<u8> {
             p.extend_from_slice(path);
             F_FILE
         }
+        Frame::Lib { path } => {
+            p.extend_from_slice(path);
+            F_LIB
+        }
         Frame::Diverge {
             tid,
             event,
@@ -437,6 +442,9 @@ mod tests {
                 tid: 1,
                 event: 7,
                 message: "differs".into(),
+            },
+            Frame::Lib {
+                path: b"/tmp/libplugin.so".to_vec(),
             },
         ];
         let bytes: Vec<u8> = frames.iter().flat_map(encode_frame).collect();

@@ -30,6 +30,10 @@ pub const F_STACK: u8 = 8;
 /// u64 mtime_nsec`, then its path (from `/proc/self/fd`, may be empty). Replay refuses to start
 /// when the file at that path is missing or has another size or modification time.
 pub const F_FILE: u8 = 9;
+/// Frame tag: a shared library the program loaded itself (`dlopen`) after start, sent once per
+/// path while recording: the path as the loader names it, made absolute. The launcher hashes
+/// the file into the trace's footer; replay refuses to start when it changed.
+pub const F_LIB: u8 = 10;
 /// [`F_STACK`] `what`: the stack of the thread whose fault ended the process.
 pub const STACK_FAULT: u32 = 0;
 /// [`F_STACK`] `what`: the stack of the thread that saw a replay divergence.
@@ -153,6 +157,11 @@ pub enum Frame {
         /// Modification time, nanoseconds.
         mtime_nsec: u64,
         /// Path (bytes; may be empty when unknown).
+        path: Vec<u8>,
+    },
+    /// A shared library the program loaded with `dlopen` ([`F_LIB`]).
+    Lib {
+        /// Absolute path (bytes).
         path: Vec<u8>,
     },
     /// Divergence seen by the runtime during replay.

@@ -40,4 +40,4 @@ pub use frame::*;
 pub use status::*;
 
 /// Did this change the wire? Bump it; the runtime refuses a config of another version.
-pub const PROTO_VERSION: u32 = 9;
+pub const PROTO_VERSION: u32 = 10;

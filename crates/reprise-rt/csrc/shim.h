@@ -5,7 +5,8 @@
  * file descriptors, close, open, getrandom), shim_fs.c (changes to the file system besides
  * writes: revocable; path status calls: recorded), shim_net.c (sockets, poll, select, epoll),
  * shim_threads.c (thread start and end, cancellation points, blocking waits, the unwinder's own
- * calls) and shim_names.c (the weak stubs in front of the Rust interposers).
+ * calls), shim_names.c (the weak stubs in front of the Rust interposers) and shim_dl.c (dlopen:
+ * libraries the program loads itself, reported to the launcher).
  *
  * Why these exist (glibc-internal locks are invisible to interposition): stdio streams and the libc
  * random-number state are protected by glibc-internal locks the runtime cannot see, so two

@@ -57,33 +57,40 @@ pub unsafe fn value_at(addr: usize, size: usize) -> u64 {
 pub fn safe_point(t: &mut Thread) {
     fold_pending(t);
     leap::release_held(t);
-    crate::ownership::publish(t);
+    crate::ownership::publish(t.sh());
 }
 
 /// Fold the pending access's value into the digest (without releasing).
 #[inline(always)]
 pub fn fold_pending(t: &mut Thread) {
-    if t.pending_size != 0 {
+    if t.sh().pending_size.get() != 0 {
         // SAFETY: the pending access completed (we are at the next runtime entry) and no
         // unmapping call ran in between: munmap and free are runtime entries themselves.
-        let v = unsafe { value_at(t.pending_addr, t.pending_size) };
-        t.digest = mix(t.digest, v);
-        t.pending_size = 0;
+        let v = unsafe {
+            value_at(
+                t.sh().pending_addr.get() as usize,
+                t.sh().pending_size.get() as usize,
+            )
+        };
+        t.sh().digest.set(mix(t.sh().digest.get(), v));
+        t.sh().pending_size.set(0);
     }
 }
 
 /// Drop the pending access without reading it (it faulted).
 pub fn forget_pending(t: &mut Thread) {
-    t.pending_size = 0;
+    t.sh().pending_size.set(0);
 }
 
 /// Count one event at vector position `pos` of stripe `s`, fold it, checkpoint if due.
 #[inline(always)]
 pub fn count_event(t: &mut Thread, s: u64, pos: u64, k: u64) {
-    t.digest = mix(t.digest, (pos << 20) ^ (s << 4) ^ k);
-    t.kinds[k as usize % KINDS] += 1;
-    let e = t.events.load(Ordering::Relaxed) + 1;
-    t.events.store(e, Ordering::Relaxed);
+    t.sh()
+        .digest
+        .set(mix(t.sh().digest.get(), (pos << 20) ^ (s << 4) ^ k));
+    t.sh().kinds[k as usize % KINDS].bump();
+    let e = t.sh().events.load(Ordering::Relaxed) + 1;
+    t.sh().events.store(e, Ordering::Relaxed);
     // The entry was counted by `entry::enter`: the event is not another.
     t.entry_bias = t.entry_bias.wrapping_sub(1);
     // A compare, not a division, on the hot path: `next_ckpt` is the next multiple of the
@@ -108,7 +115,7 @@ fn checkpoint_due(t: &mut Thread, e: u64) {
 #[cold]
 pub fn checkpoint(t: &mut Thread, e: u64) {
     state::status(t.tid).events.store(e, Ordering::Relaxed);
-    let d = t.digest;
+    let d = t.sh().digest.get();
     if state::REPLAY.load(Ordering::Relaxed)
         && state::config().end.kind != END_UNKNOWN
         && state::FINISHER.load(Ordering::Relaxed) != t.tid
@@ -119,7 +126,7 @@ pub fn checkpoint(t: &mut Thread, e: u64) {
                 // process while it ran on past its last event, say to its end): it parks, as
                 // it was stopped then, and logs nothing the recording does not have.
                 crate::leap::release_held(t);
-                crate::ownership::set_free(t);
+                crate::ownership::set_free(t.sh());
                 crate::leap::park_forever(t.tid, ST_AT_END);
             }
         }
@@ -154,7 +161,7 @@ pub fn checkpoint(t: &mut Thread, e: u64) {
                     rec.value,
                     rec.event,
                     d,
-                    LastAccess(t.pending_addr)
+                    LastAccess(t.sh().pending_addr.get() as usize)
                 ),
             );
         }
@@ -227,7 +234,7 @@ pub fn log_pair_of(tid: u32, tag: u8, a: u64, b: u64) {
 
 /// Log input bytes read at the current event (split into records of at most DATA_MAX).
 pub fn log_data(t: &Thread, bytes: &[u8]) {
-    let e = t.events.load(Ordering::Relaxed);
+    let e = t.sh().events.load(Ordering::Relaxed);
     let tid = t.tid;
     for chunk in bytes.chunks(DATA_MAX) {
         state::log(tid).with(|l| {
@@ -246,7 +253,7 @@ pub fn log_data(t: &Thread, bytes: &[u8]) {
 
 /// Replay: fill `out` with the input bytes the recording read at this event.
 pub fn take_data(t: &mut Thread, out: &mut [u8]) {
-    let e = t.events.load(Ordering::Relaxed);
+    let e = t.sh().events.load(Ordering::Relaxed);
     let Some(ti) = state::thread_index(t.tid) else {
         diverge(
             t,
@@ -311,7 +318,7 @@ pub fn flush_log(tid: u32) {
 /// `live` is the value this run produced (record) or None when replay must not perform the
 /// operation and takes the recorded value.
 pub fn result(t: &mut Thread, live: Option<u64>) -> u64 {
-    let e = t.events.load(Ordering::Relaxed);
+    let e = t.sh().events.load(Ordering::Relaxed);
     let v = if state::REPLAY.load(Ordering::Relaxed) {
         let Some(ti) = state::thread_index(t.tid) else {
             diverge(
@@ -321,12 +328,12 @@ pub fn result(t: &mut Thread, live: Option<u64>) -> u64 {
             );
         };
         let rs = state::pairs(ti.results_off, ti.results_len);
-        let i = t.next_result.load(Ordering::Relaxed);
+        let i = t.sh().next_result.load(Ordering::Relaxed);
         if i >= rs.len() {
             leap::release_held(t);
             leap::park_forever(t.tid, ST_AT_END);
         }
-        t.next_result.store(i + 1, Ordering::Release);
+        t.sh().next_result.store(i + 1, Ordering::Release);
         if rs[i].event != e {
             diverge(
                 t,
@@ -341,7 +348,9 @@ pub fn result(t: &mut Thread, live: Option<u64>) -> u64 {
     } else {
         live.unwrap_or(0)
     };
-    t.digest = mix(t.digest, v ^ 0x5245_5355_4c54);
+    t.sh()
+        .digest
+        .set(mix(t.sh().digest.get(), v ^ 0x5245_5355_4c54));
     log_pair(t, R_RESULT, e, v);
     v
 }

@@ -202,7 +202,7 @@ pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
         if r != want {
             access::diverge(
                 t,
-                t.events.load(Ordering::Relaxed),
+                t.sh().events.load(Ordering::Relaxed),
                 format_args!(
                     "thread {}: a function-local static's guard gave {r}, the recording {want}",
                     t.tid

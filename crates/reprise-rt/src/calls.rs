@@ -37,7 +37,7 @@ pub extern "C" fn reprise_safe_point() {
         access::safe_point(e.t());
         // The caller (the C shim) performs uninstrumented libc work, possibly blocking, before
         // the program's next callback: ownership requests are granted meanwhile.
-        crate::ownership::set_free(e.t());
+        crate::ownership::set_free(e.t().sh());
     }
 }
 
@@ -78,7 +78,7 @@ pub unsafe extern "C" fn reprise_sleep_pre(out: *mut u64) -> c_int {
     if !replaying() {
         t.sud_hold = true;
         // Uninstrumented work until the real sleep returns: ownership requests are granted.
-        crate::ownership::set_free(t);
+        crate::ownership::set_free(t.sh());
         return crate::sync::PRE_CALL;
     }
     if crate::cancel::replayed_here(t) {
@@ -143,7 +143,7 @@ pub unsafe extern "C" fn reprise_io_check(live: u64, what: *const core::ffi::c_c
             let w = unsafe { core::ffi::CStr::from_ptr(what) }
                 .to_str()
                 .unwrap_or("?");
-            let ev = t.events.load(Ordering::Relaxed);
+            let ev = t.sh().events.load(Ordering::Relaxed);
             access::diverge(
                 t,
                 ev,

@@ -93,8 +93,8 @@ fn marked_here(t: &Thread) -> bool {
         return false;
     };
     let rs = state::pairs(ti.results_off, ti.results_len);
-    let e = t.events.load(Ordering::Relaxed);
-    rs.get(t.next_result.load(Ordering::Relaxed))
+    let e = t.sh().events.load(Ordering::Relaxed);
+    rs.get(t.sh().next_result.load(Ordering::Relaxed))
         .is_some_and(|r| r.event == e && r.value == MARK)
 }
 
@@ -142,7 +142,7 @@ pub extern "C" fn reprise_cancel_unseen() {
             "thread {} was cancelled inside a call the runtime does not interpose (event {}); \
              its replay will not end it there",
             t.tid,
-            t.events.load(Ordering::Relaxed)
+            t.sh().events.load(Ordering::Relaxed)
         );
     }
 }

@@ -57,7 +57,7 @@ pub extern "C" fn reprise_capture_begin(obj: *const c_void) -> c_int {
     }
     // Uninstrumented libc work until the call returns, possibly blocking (a read of a pipe or
     // a terminal): ownership requests are granted meanwhile.
-    crate::ownership::set_free(t);
+    crate::ownership::set_free(t.sh());
     if !t.sud_on {
         // No dispatch: the call runs untrapped, its turn held until it is complete.
         t.sud_hold = true;
@@ -216,7 +216,7 @@ fn check(t: &mut Thread, live: u64, what: &str) {
     }
     let want = access::result(t, None);
     if want != live {
-        let e = t.events.load(Ordering::Relaxed);
+        let e = t.sh().events.load(Ordering::Relaxed);
         access::diverge(
             t,
             e,

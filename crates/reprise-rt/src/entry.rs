@@ -15,11 +15,11 @@ impl Entry {
     /// The current thread's slot, borrowed from the entry: one `&mut` at a time.
     #[inline(always)]
     pub fn t(&mut self) -> &mut Thread {
-        // SAFETY: `t` is the current thread's own slot (set by the thread itself); only this
-        // thread makes references to its `Thread` (its log lies outside it, `state::log`;
-        // other threads reach its atomics, and once it is stopped for good its digest and
-        // pending access, through the raw slot pointer's fields), and the `&mut self` borrow
-        // makes this the only one the entry hands out while it lives.
+        // SAFETY: `t` is the private part of the current thread's own slot (set by the thread
+        // itself). Only this thread makes references to it (other threads, and this thread's
+        // signal handlers, reach the slot's `Shared` part, which lies outside it, and the
+        // ending thread folds a stopped thread's digest and pending access there too), and
+        // the `&mut self` borrow makes this the only one the entry hands out while it lives.
         unsafe { &mut *self.t }
     }
 }
@@ -33,7 +33,8 @@ impl Drop for Entry {
         let t = unsafe { &mut *self.t };
         crate::ownership::recompute(t);
         if t.sud_on && !t.sud_hold {
-            t.sud
+            t.sh()
+                .sud
                 .store(crate::sud::BLOCK, core::sync::atomic::Ordering::Relaxed);
         }
     }
@@ -61,18 +62,24 @@ pub fn enter() -> Option<Entry> {
         }
         IN_RT.with(|c| c.set(true));
         crate::leap::release_held(th);
-        crate::ownership::set_free(th);
+        crate::ownership::set_free(th.sh());
         crate::leap::park_forever(th.tid, reprise_proto::ST_AT_END);
     }
     // SAFETY: t is this thread's own slot.
     let th = unsafe { &mut *t };
     th.entry_bias = th.entry_bias.wrapping_add(1);
     if th.entries() == th.next_sig_at
-        || th.sig_pending.load(core::sync::atomic::Ordering::Relaxed) != 0
+        || th
+            .sh()
+            .sig_pending
+            .load(core::sync::atomic::Ordering::Relaxed)
+            != 0
     {
         crate::signals::deliver(th);
     }
     IN_RT.with(|c| c.set(true));
+    // Libraries this thread's last dlopen loaded (runtime work: IN_RT set).
+    crate::dl::check();
     if state::status_header()
         .flush_epoch
         .load(core::sync::atomic::Ordering::Relaxed)
@@ -83,7 +90,8 @@ pub fn enter() -> Option<Entry> {
     }
     th.sud_hold = false;
     if th.sud_on {
-        th.sud
+        th.sh()
+            .sud
             .store(crate::sud::ALLOW, core::sync::atomic::Ordering::Relaxed);
     }
     Some(Entry { t })

@@ -25,7 +25,7 @@
 //! sleep or a semaphore wait may then return EINTR early; the outcome is recorded as any).
 #![allow(unsafe_code)]
 
-use crate::state::{self, Thread, IN_RT};
+use crate::state::{self, Shared, Thread, IN_RT};
 use crate::sys;
 use core::ffi::c_int;
 use core::sync::atomic::{compiler_fence, Ordering};
@@ -45,7 +45,7 @@ pub const SLEEP_AFTER_NS: u64 = 100_000;
 
 /// Pack a pending access: event `e` on shadow slot `idx`.
 #[inline(always)]
-pub fn pend(t: &Thread, e: u64, idx: u32) {
+pub fn pend(t: &Shared, e: u64, idx: u32) {
     t.pend.store((e << 32) | idx as u64, Ordering::Relaxed);
     // The handler (on this thread) must see the store before the callback loads the shadow.
     compiler_fence(Ordering::SeqCst);
@@ -53,7 +53,7 @@ pub fn pend(t: &Thread, e: u64, idx: u32) {
 
 /// The pending access completed inside the callback (an atomic operation).
 #[inline(always)]
-pub fn pend_done(t: &Thread) {
+pub fn pend_done(t: &Shared) {
     compiler_fence(Ordering::SeqCst);
     t.pend.store(PEND_NONE, Ordering::Relaxed);
 }
@@ -114,7 +114,7 @@ pub const STEAL_EVERY_NS: u64 = 50_000;
 /// source is the event before it. Refused (None) when the owner's pending access may touch the
 /// window, when a ranged access may be pending (`PEND_ALL`), or when the last callback was an
 /// atomic operation (`PEND_NONE` carries no event; the owner answers soon anyway).
-pub fn steal(x: &Thread, idx: u32) -> Option<u64> {
+pub fn steal(x: &Shared, idx: u32) -> Option<u64> {
     if !barrier() {
         return None;
     }
@@ -175,10 +175,12 @@ fn want_word(owner: u32, serial: u64, idx: u32) -> u64 {
 pub fn ask(t: &mut Thread, x: u32, idx: u32) -> u64 {
     t.want_serial = (t.want_serial + 1) & 0xffff;
     let serial = t.want_serial;
-    t.mb.grant.store(0, Ordering::SeqCst);
-    t.mb.want.store(want_word(x, serial, idx), Ordering::SeqCst);
-    // SAFETY: slots are mapped for MAX_THREADS ids; only atomics are read and written.
-    let xs = unsafe { &*state::slot(x) };
+    t.sh().mb.grant.store(0, Ordering::SeqCst);
+    t.sh()
+        .mb
+        .want
+        .store(want_word(x, serial, idx), Ordering::SeqCst);
+    let xs = state::shared(x);
     // Counted before the caller next looks at the owner's answer and free state (all
     // sequentially consistent): an owner that then finds no askers has answered or turned free
     // before this, and the caller sees it without sleeping.
@@ -205,21 +207,14 @@ pub fn ask(t: &mut Thread, x: u32, idx: u32) -> u64 {
 /// Wake every thread whose registered request is addressed to `owner` (it answered or turned
 /// free). Called inside the runtime (system calls allowed).
 pub fn wake_requesters(owner: u32) {
-    // SAFETY: as in `ask`.
-    if unsafe { &*state::slot(owner) }
-        .mb
-        .askers
-        .load(Ordering::SeqCst)
-        == 0
-    {
+    if state::shared(owner).mb.askers.load(Ordering::SeqCst) == 0 {
         return;
     }
     let n = state::NEXT_TID
         .load(Ordering::SeqCst)
         .min(MAX_THREADS as u32);
     for r in 0..n {
-        // SAFETY: as in `ask`.
-        let rs = unsafe { &*state::slot(r) };
+        let rs = state::shared(r);
         let w = rs.mb.want.load(Ordering::SeqCst);
         if w != 0 && (w >> 48) as u32 == owner + 1 {
             rs.mb.wake.fetch_add(1, Ordering::SeqCst);
@@ -231,17 +226,17 @@ pub fn wake_requesters(owner: u32) {
 /// The owner's completed events if it granted request `serial` from its handler.
 #[inline]
 pub fn granted(t: &Thread, serial: u64) -> Option<u64> {
-    let g = t.mb.grant.load(Ordering::Acquire);
+    let g = t.sh().mb.grant.load(Ordering::Acquire);
     (g != 0 && g >> 48 == serial).then(|| (g & ((1 << 48) - 1)) - 1)
 }
 
 /// Withdraw a registered request (answered one way or another).
 pub fn withdraw(t: &Thread) {
-    let w = t.mb.want.swap(0, Ordering::SeqCst);
+    let w = t.sh().mb.want.swap(0, Ordering::SeqCst);
     let owner = (w >> 48) as u32;
     if owner != 0 && owner as usize <= MAX_THREADS {
-        // SAFETY: as in `ask` (the owner's id + 1, from `want_word`).
-        unsafe { &*state::slot(owner - 1) }
+        // The owner's id + 1, from `want_word`.
+        state::shared(owner - 1)
             .mb
             .askers
             .fetch_sub(1, Ordering::SeqCst);
@@ -249,13 +244,13 @@ pub fn withdraw(t: &Thread) {
 }
 
 extern "C" fn on_signal(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
-    let t = state::cur();
-    if t.is_null() || IN_RT.with(|c| c.get()) {
+    if state::cur().is_null() || IN_RT.with(|c| c.get()) {
         return;
     }
-    // SAFETY: this thread's own slot; only its atomics are used, and other slots' atomics are
-    // read and written (their mailboxes).
-    let t = unsafe { &*t };
+    // SAFETY: this thread has a slot (checked above): its shared part, all atomics (the
+    // handler may interrupt the thread's own code holding its `&mut Thread`, which does not
+    // cover this part); other slots' shared parts are read and written (their mailboxes).
+    let t = unsafe { &*state::cur_or_idle() };
     let ev = t.events.load(Ordering::Relaxed);
     let p = t.pend.load(Ordering::Relaxed);
     compiler_fence(Ordering::SeqCst);
@@ -269,17 +264,17 @@ extern "C" fn on_signal(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut lib
     } else {
         (ev, p & 0xffff_ffff)
     };
+    let me = t.tid.load(Ordering::Relaxed);
     let n = state::NEXT_TID
         .load(Ordering::SeqCst)
         .min(MAX_THREADS as u32);
     for r in 0..n {
-        if r == t.tid {
+        if r == me {
             continue;
         }
-        // SAFETY: as above.
-        let rs = unsafe { &*state::slot(r) };
+        let rs = state::shared(r);
         let w = rs.mb.want.load(Ordering::SeqCst);
-        if w == 0 || (w >> 48) as u32 != t.tid + 1 {
+        if w == 0 || (w >> 48) as u32 != me + 1 {
             continue;
         }
         // A transfer takes the requested granule's whole window (`ownership::BATCH_SHIFT`).

@@ -254,8 +254,7 @@ fn send_rec(s: u32, st: &mut StripeRec) {
 pub fn park_forever(tid: u32, state_code: u32) -> ! {
     crate::ownership::set_free_tid(tid);
     let st = state::status(tid);
-    // SAFETY: the slot of a created thread (the caller's own); events is atomic.
-    let events = unsafe { &*state::slot(tid) }.events.load(Ordering::Relaxed);
+    let events = state::shared(tid).events.load(Ordering::Relaxed);
     st.events.store(events, Ordering::Relaxed);
     st.state.store(state_code, Ordering::SeqCst);
     let w = AtomicU32::new(0);
@@ -278,7 +277,7 @@ fn wait_turn(t: &Thread, s: u32) {
             stt.stripe.store(s, Ordering::Relaxed);
             stt.waits_for.store(WAITS_FOR_EXHAUSTED, Ordering::Relaxed);
             stt.events
-                .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+                .store(t.sh().events.load(Ordering::Relaxed), Ordering::Relaxed);
             park_forever(t.tid, ST_AT_END);
         }
         if v[idx].tid == t.tid {
@@ -288,7 +287,7 @@ fn wait_turn(t: &Thread, s: u32) {
             let stt = state::status(t.tid);
             stt.stripe.store(s, Ordering::Relaxed);
             stt.events
-                .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+                .store(t.sh().events.load(Ordering::Relaxed), Ordering::Relaxed);
             stt.state.store(ST_WAIT_TURN, Ordering::SeqCst);
             waited = true;
         }

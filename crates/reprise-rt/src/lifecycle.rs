@@ -53,6 +53,9 @@ fn after_init_inner() {
         crate::handover::install();
     }
     load_unwinder();
+    // The libraries loaded so far are the program's own (in the trace's header) and, in sync
+    // mode, the runtime's: only those the program loads later are reported.
+    crate::dl::at_start();
     // The runtime's descriptors are not for programs this one starts.
     for fd in [FD_CONFIG, FD_CHANNEL, FD_STATUS, FD_LOG] {
         // SAFETY: fcntl on the runtime's own descriptors.
@@ -126,13 +129,14 @@ pub fn stack_window(id: u32, size: usize) -> Option<u64> {
 
 /// Log the final digest of `t` unless a checkpoint just did (once per thread).
 fn final_checkpoint(t: &mut Thread) {
-    if t.final_claim
+    if t.sh()
+        .final_claim
         .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
         .is_err()
     {
         return;
     }
-    let e = t.events.load(Ordering::Relaxed);
+    let e = t.sh().events.load(Ordering::Relaxed);
     if !e.is_multiple_of(state::CHECKPOINT.load(Ordering::Relaxed)) {
         access::checkpoint(t, e);
     }
@@ -143,15 +147,16 @@ fn final_checkpoint(t: &mut Thread) {
 /// and count as they stand.
 fn outside_final(t: &mut Thread) {
     access::fold_pending(t);
-    if t.final_claim
+    if t.sh()
+        .final_claim
         .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
         .is_err()
     {
         return;
     }
-    let e = t.events.load(Ordering::Acquire);
+    let e = t.sh().events.load(Ordering::Acquire);
     if !e.is_multiple_of(state::CHECKPOINT.load(Ordering::Relaxed)) {
-        access::log_pair(t, R_DIGEST, e, t.digest);
+        access::log_pair(t, R_DIGEST, e, t.sh().digest.get());
     }
 }
 
@@ -169,8 +174,7 @@ fn final_checkpoint_of_others(me: u32, n: u32, skip: u32) {
             if tid == me {
                 continue;
             }
-            // SAFETY: slot memory is mapped for all MAX_THREADS ids; only atomics are read.
-            let other = unsafe { &*state::slot(tid) };
+            let other = state::shared(tid);
             let st = state::status(tid);
             let mut waited = 0;
             while waited < 2_000
@@ -187,33 +191,29 @@ fn final_checkpoint_of_others(me: u32, n: u32, skip: u32) {
         {
             continue;
         }
-        let p = state::slot(tid);
-        // SAFETY: `p` is the slot of a created thread (mapped for every id), stopped: parked
-        // at its next runtime entry, blocked in a call, or outside the runtime between
-        // accesses, and it never touches its digest or pending access again (a parked thread
-        // stays parked; the others are ended by this thread's exit_group). So the ending
-        // thread alone reads and writes them now, through the raw pointer's fields: no
-        // reference to the other thread's `Thread` is made (its owner may hold one, suspended
-        // in its runtime call). `final_claim` and `events` are atomics reached by shared
-        // references to those fields alone; the pending access is complete (see above), its
-        // memory mapped (unmapping calls are runtime entries, which fold first).
-        let (digest, e) = unsafe {
-            if (*p).pending_size != 0 {
-                (*p).digest = access::mix(
-                    (*p).digest,
-                    access::value_at((*p).pending_addr, (*p).pending_size),
-                );
-                (*p).pending_size = 0;
-            }
-            let claim = &(*p).final_claim;
-            if claim
-                .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-                .is_err()
-            {
-                continue;
-            }
-            ((*p).digest, (*p).events.load(Ordering::Acquire))
-        };
+        // The other thread is stopped: parked at its next runtime entry, blocked in a call, or
+        // outside the runtime between accesses, and it never touches its digest or pending
+        // access again (a parked thread stays parked; the others are ended by this thread's
+        // exit_group). So the ending thread alone reads and writes them now, in its shared
+        // part (atomics; its owner's `&mut Thread` does not cover them); the pending access
+        // is complete (see above), its memory mapped (unmapping calls are runtime entries,
+        // which fold first).
+        let o = state::shared(tid);
+        if o.pending_size.get() != 0 {
+            // SAFETY: the pending access's bytes are mapped and no longer written (above).
+            let v = unsafe {
+                access::value_at(o.pending_addr.get() as usize, o.pending_size.get() as usize)
+            };
+            o.digest.set(access::mix(o.digest.get(), v));
+            o.pending_size.set(0);
+        }
+        if o.final_claim
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            continue;
+        }
+        let (digest, e) = (o.digest.get(), o.events.load(Ordering::Acquire));
         if e % state::CHECKPOINT.load(Ordering::Relaxed) != 0 {
             access::log_pair_of(tid, R_DIGEST, e, digest);
         }
@@ -239,8 +239,8 @@ pub fn thread_end() {
     access::flush_log(t.tid);
     let st = state::status(t.tid);
     st.events
-        .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
-    crate::ownership::set_free(t);
+        .store(t.sh().events.load(Ordering::Relaxed), Ordering::Relaxed);
+    crate::ownership::set_free(t.sh());
     st.state.store(ST_EXITED, Ordering::SeqCst);
 }
 
@@ -285,12 +285,9 @@ extern "C" fn at_exit() {
     let implicit = ENDED.with(|c| c.get());
     let (tid, event) = if implicit {
         // SAFETY: slot 0 (the main thread) is initialised; its events are atomic.
-        (
-            0,
-            unsafe { &*state::slot(0) }.events.load(Ordering::Relaxed),
-        )
+        (0, state::shared(0).events.load(Ordering::Relaxed))
     } else {
-        (t.tid, t.events.load(Ordering::Relaxed))
+        (t.tid, t.sh().events.load(Ordering::Relaxed))
     };
     let end = ProcessEnd {
         kind: END_EXIT,
@@ -339,7 +336,7 @@ extern "C" fn on_fault(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_v
         let end = ProcessEnd {
             kind: END_FAULT,
             tid: th.tid,
-            event: th.events.load(Ordering::Relaxed),
+            event: th.sh().events.load(Ordering::Relaxed),
             code: sig,
             si_code: code,
             addr,
@@ -376,7 +373,7 @@ pub fn end_by_signal(t: &mut Thread, sig: i32, external: bool) -> ! {
         0
     } else if state::REPLAY.load(Ordering::Relaxed) {
         state::config().end.addr
-    } else if t.pending_size != 0 {
+    } else if t.sh().pending_size.get() != 0 {
         t.tid as u64 + 1
     } else {
         0
@@ -387,7 +384,7 @@ pub fn end_by_signal(t: &mut Thread, sig: i32, external: bool) -> ! {
         event: if external {
             0
         } else {
-            t.events.load(Ordering::Relaxed)
+            t.sh().events.load(Ordering::Relaxed)
         },
         code: sig,
         si_code: 0,
@@ -443,8 +440,7 @@ pub fn replay_end_reached() -> bool {
         let Some(ti) = state::thread_index(tid) else {
             return true;
         };
-        // SAFETY: slot memory is mapped for all MAX_THREADS ids; only atomics are read.
-        let other = unsafe { &*state::slot(tid) };
+        let other = state::shared(tid);
         other.events.load(Ordering::Relaxed) >= ti.final_events
             && other.next_result.load(Ordering::Acquire) as u64 >= ti.results_len
     })
@@ -482,7 +478,7 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     }
     let st = state::status(t.tid);
     st.events
-        .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+        .store(t.sh().events.load(Ordering::Relaxed), Ordering::Relaxed);
     st.state.store(ST_EXIT_WAIT, Ordering::SeqCst);
     if state::REPLAY.load(Ordering::Relaxed) && state::config().end.kind != END_CUT {
         let n = state::config().nthreads;
@@ -493,8 +489,7 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
             let want = state::thread_index(tid)
                 .map(|ti| ti.final_events)
                 .unwrap_or(0);
-            // SAFETY: slot memory is mapped for all MAX_THREADS ids; events is atomic.
-            let other = unsafe { &*state::slot(tid) };
+            let other = state::shared(tid);
             while other.events.load(Ordering::Relaxed) < want {
                 sys::sleep_ns(200_000);
             }
@@ -536,16 +531,11 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     };
     for tid in 0..n {
         access::flush_log(tid);
-        let (their_kinds, events) = if tid == t.tid {
-            (t.kinds, t.events.load(Ordering::Relaxed))
-        } else {
-            let p = state::slot(tid);
-            // SAFETY: the slot of a created thread (mapped for every id); its kind counters
-            // no longer change (every other thread is parked or outside the runtime now) and
-            // are copied out through the raw pointer's field, `events` read through a shared
-            // reference to that atomic alone: no reference to its `Thread` is made.
-            unsafe { ((*p).kinds, (*p).events.load(Ordering::Relaxed)) }
-        };
+        // Every other thread is parked or outside the runtime now: its kind counters no
+        // longer change (read in its shared part).
+        let o = state::shared(tid);
+        let their_kinds: [u64; KINDS] = core::array::from_fn(|k| o.kinds[k].get());
+        let events = o.events.load(Ordering::Relaxed);
         for (s, c) in kinds.iter_mut().zip(their_kinds.iter()) {
             *s += c;
         }

@@ -271,7 +271,7 @@ fn wait_may(t: &Thread, op: &Op) {
         if !waited {
             let st = state::status(t.tid);
             st.events
-                .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+                .store(t.sh().events.load(Ordering::Relaxed), Ordering::Relaxed);
             st.waits_for.store(WAITS_FOR_MODEL, Ordering::Relaxed);
             st.state.store(ST_WAIT_TURN, Ordering::SeqCst);
             waited = true;
@@ -312,7 +312,7 @@ fn park_past_end(t: &mut Thread) {
     let Some(ti) = state::thread_index(t.tid) else {
         return;
     };
-    let e = t.events.load(Ordering::Relaxed) + 1;
+    let e = t.sh().events.load(Ordering::Relaxed) + 1;
     // The recording's faulting thread may fault inside the callback after its last counted
     // event: let it run that callback.
     let faulted_here = end.kind == END_FAULT && end.tid == t.tid && e == ti.final_events + 1;
@@ -330,7 +330,7 @@ fn park_past_end(t: &mut Thread) {
                 ),
             );
         }
-        crate::ownership::set_free(t);
+        crate::ownership::set_free(t.sh());
         crate::leap::park_forever(t.tid, ST_AT_END);
     }
 }

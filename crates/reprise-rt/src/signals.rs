@@ -112,15 +112,17 @@ extern "C" fn on_async(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_voi
         return terminator(sig, t);
     }
     if t.is_null() || !active() {
-        return call_program(sig);
+        return call_program(sig, None);
     }
     if state::REPLAY.load(Ordering::Relaxed) {
         return; // replay injects recorded deliveries only
     }
-    // SAFETY: the current thread's own slot; sig_pending is atomic.
-    unsafe { (*t).sig_pending.fetch_or(1 << sig, Ordering::SeqCst) };
-    // SAFETY: as above; the next callback takes the slow path, which delivers it.
-    unsafe { (*t).fast_limit.store(0, Ordering::SeqCst) };
+    // SAFETY: the current thread has a slot (checked above): its shared part, all atomics
+    // (the handler may interrupt the thread's own runtime code, whose `&mut Thread` does not
+    // cover it). The next callback takes the slow path, which delivers the signal.
+    let sh = unsafe { &*state::cur_or_idle() };
+    sh.sig_pending.fetch_or(1 << sig, Ordering::SeqCst);
+    sh.fast_limit.store(0, Ordering::SeqCst);
 }
 
 /// A terminating signal arrived whose disposition is the default. Where the thread it landed on
@@ -152,7 +154,7 @@ fn terminator(sig: c_int, t: *mut Thread) {
         crate::lifecycle::end_by_signal(th, sig, true);
     }
     if !replay {
-        th.sig_pending.fetch_or(1 << sig, Ordering::SeqCst);
+        th.sh().sig_pending.fetch_or(1 << sig, Ordering::SeqCst);
     }
 }
 
@@ -162,14 +164,15 @@ fn end_requested(sig: c_int) -> bool {
     state::status_header().end_request.load(Ordering::SeqCst) == sig as u32
 }
 
-fn call_program(sig: c_int) {
+/// Run the program's handler for `sig`, or end the process for a terminating one. `t`: the
+/// thread's own `&mut`, passed down by a deferred delivery at a runtime entry ([`deliver`]);
+/// None from a signal handler on a thread without a slot or with the runtime inactive.
+fn call_program(sig: c_int, t: Option<&mut Thread>) {
     let h = PROG[sig as usize].load(Ordering::Relaxed);
     if h == DEFAULT_TERM || end_requested(sig) {
-        let t = state::cur();
-        if !t.is_null() && active() {
+        if let Some(t) = t.filter(|_| active()) {
             // A deferred delivery (at this runtime entry, recorded; replayed here).
-            // SAFETY: the current thread's own slot.
-            crate::lifecycle::end_by_signal(unsafe { &mut *t }, sig, false);
+            crate::lifecycle::end_by_signal(t, sig, false);
         }
         crate::lifecycle::die_of(sig);
     }
@@ -209,17 +212,17 @@ pub fn deliver(t: &mut Thread) {
             IN_RT.with(|c| c.set(true));
             access::log_pair(t, R_SIGNAL, e, sig as u64);
             IN_RT.with(|c| c.set(false));
-            call_program(sig);
+            call_program(sig, Some(&mut *t));
         }
         return;
     }
-    let pending = t.sig_pending.swap(0, Ordering::SeqCst);
+    let pending = t.sh().sig_pending.swap(0, Ordering::SeqCst);
     for sig in 1..NSIG as c_int {
         if pending & (1 << sig) != 0 {
             IN_RT.with(|c| c.set(true));
             access::log_pair(t, R_SIGNAL, e, sig as u64);
             IN_RT.with(|c| c.set(false));
-            call_program(sig);
+            call_program(sig, Some(&mut *t));
         }
     }
 }

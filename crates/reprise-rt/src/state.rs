@@ -69,147 +69,8 @@ pub fn strategy() -> Strategy {
     }
 }
 
-/// The ownership protocol's per-thread mailbox: written by other threads (requests) and read
-/// by them (acknowledgements, the free state), so it sits on its own cache line, away from
-/// the fields the thread writes at every event.
-#[repr(C, align(64))]
-#[derive(Default)]
-pub struct Mailbox {
-    /// Another thread requests a granule this thread owns (answered at the next safe point).
-    pub req: AtomicU32,
-    /// The thread is at a safe point outside instrumented code (blocked in the runtime, in a
-    /// system call, not started, exited, parked): requests are granted without an answer, with
-    /// `done` as the edge source. Left only through a slow runtime entry.
-    pub free: AtomicU32,
-    /// Answers given so far (a requester waits for it to change).
-    pub ack_seq: AtomicU64,
-    /// Completed events at the last answer.
-    pub ack_done: AtomicU64,
-    /// Completed events at the last safe point (both modes; replay waits on it too).
-    pub done: AtomicU64,
-    /// Kernel thread id (0 until the thread runs): where handover signals go.
-    pub ktid: AtomicU32,
-    /// This thread's registered request (`handover::ask`): owner + 1, serial, shadow slot.
-    pub want: AtomicU64,
-    /// The owner's grant from its handover handler: serial and completed events + 1.
-    pub grant: AtomicU64,
-    /// Bumped (and futex-woken) when the owner this thread waits for answers, turns free or
-    /// grants from its handler.
-    pub wake: AtomicU32,
-    /// The thread sleeps on `wake` (a request to it must wake it).
-    pub sleeping: AtomicU32,
-    /// Requesters registered (`want`) for this thread's granules: when none is, answering and
-    /// turning free skip the scan of every thread's `want` (`handover::wake_requesters`).
-    pub askers: AtomicU32,
-}
-
-/// Per-thread runtime state, one slot per deterministic thread id at a fixed address.
-#[repr(C)]
-pub struct Thread {
-    /// Events performed (stripe turns taken, or accesses under ownership). Published with
-    /// release ordering: a replaying thread waits for another's count to pass an edge source.
-    pub events: AtomicU64,
-    /// Ownership fast path: an access whose event number is below this takes the fast path;
-    /// every rare condition (checkpoint due, next replay edge, request pending, signal, held
-    /// stripe, jitter, other strategies: 0) lowers it. Written by other threads only to 0.
-    pub fast_limit: AtomicU64,
-    /// Ownership record: the access whose callback ran last and which may still be pending
-    /// (`handover::pend`), for the handover signal's handler.
-    pub pend: AtomicU64,
-    /// Ownership: this thread's exclusive-owner code in the shadow (tid + 1).
-    pub own_me: u32,
-    /// Ownership: read-shared epochs this thread may read without synchronising.
-    pub rdsh_seen: u32,
-    /// Ownership: true in replay (the fast path then consults no shadow).
-    pub own_replay: bool,
-    /// Order-sensitive digest of (stripe, position, kind, value).
-    pub digest: u64,
-    /// Nonzero once the thread's final checkpoint was logged (by itself at its end, or by the
-    /// thread that ends the process): claimed with a compare-exchange, so it is logged once.
-    pub final_claim: AtomicU32,
-    /// Model strategies: the order-bearing key of the thread's last model event
-    /// (`model::order_key`), folded by its `count_event`.
-    pub model_key: u64,
-    /// Record: the launcher's flush epoch this thread last acted on (`leap::periodic_flush`).
-    pub seen_epoch: u32,
-    /// Runtime entries so far (the position of asynchronous signal deliveries) minus events
-    /// (wrapping): a fast-path callback is both an entry and an event, so it changes neither
-    /// this nor anything but the event counter. See [`Thread::entries`].
-    pub entry_bias: u64,
-    /// Events per kind (`access::kind`), reported at the thread's end for `reprise bench`.
-    pub kinds: [u64; KINDS],
-    /// Ownership replay: index of the next incoming edge.
-    pub next_edge: usize,
-    /// Ownership record: serial of this thread's last handover request.
-    pub want_serial: u64,
-    /// Ownership: requests and answers.
-    pub mb: Mailbox,
-    /// Deterministic id.
-    pub tid: u32,
-    /// Stripe held since the last access (or NO_STRIPE); see `held_multi`.
-    pub held: u32,
-    /// True when a ranged access holds every stripe set in `multi`.
-    pub held_multi: bool,
-    /// After the process started ending, the finishing thread runs without the runtime.
-    pub passthrough: bool,
-    /// Event number of the next digest checkpoint (0: not computed yet).
-    pub next_ckpt: u64,
-    /// Access whose value is folded into the digest at the next safe point.
-    pub pending_addr: usize,
-    /// Size of the pending access (0: none).
-    pub pending_size: usize,
-    /// Parent's id.
-    pub parent: u32,
-    /// Birth order among the parent's children.
-    pub nth: u32,
-    /// Children created so far.
-    pub children: u32,
-    /// Replay cursors into this thread's recorded results and digests (results atomic: the
-    /// thread that takes a replayed end reads every thread's, see `replay_end_reached`).
-    pub next_result: core::sync::atomic::AtomicUsize,
-    /// See `next_result`.
-    pub next_digest: usize,
-    /// Replay cursor (bytes) into this thread's recorded input data.
-    pub next_data: usize,
-    /// Record: asynchronous signals caught and not yet delivered (bit per signal).
-    pub sig_pending: AtomicU64,
-    /// Replay: entry index of the next recorded delivery (u64::MAX: none).
-    pub next_sig_at: u64,
-    /// Replay cursor into this thread's recorded deliveries.
-    pub next_sig: usize,
-    /// Syscall User Dispatch selector: 0 allow, 1 trap (set when the thread leaves the runtime).
-    pub sud: core::sync::atomic::AtomicU8,
-    /// Whether Syscall User Dispatch is on for this thread.
-    pub sud_on: bool,
-    /// Leave system calls untrapped until the next runtime entry: the thread performs an
-    /// ordered libc call (stdio) whose turn must last until the call is complete, even if it
-    /// blocks on glibc's own lock inside.
-    pub sud_hold: bool,
-    /// Jitter PRNG state.
-    pub rng: u64,
-    /// The thread's pthread_t (for joins under a model strategy).
-    pub pthread: u64,
-    /// Start routine and argument of a created thread.
-    pub start_fn: usize,
-    /// See `start_fn`.
-    pub start_arg: usize,
-    /// Stripes held by a ranged access.
-    pub multi: [u64; STRIPES / 64],
-    /// Words of `multi` that may have bits set: `[multi_lo, multi_hi)`.
-    pub multi_lo: usize,
-    /// See `multi_lo`.
-    pub multi_hi: usize,
-}
-
-impl Thread {
-    /// Runtime entries so far: every callback and interposer the thread entered.
-    #[inline(always)]
-    pub fn entries(&self) -> u64 {
-        self.events
-            .load(core::sync::atomic::Ordering::Relaxed)
-            .wrapping_add(self.entry_bias)
-    }
-}
+use crate::slot::PRIV_OFF;
+pub use crate::slot::{Mailbox, Mine, Shared, Thread, Word};
 
 /// Size of one slot in the thread table.
 pub const THREAD_SLOT: u64 = (LOG_OFF + core::mem::size_of::<Log>() as u64 + 4095) & !4095;
@@ -217,7 +78,7 @@ pub const THREAD_SLOT: u64 = (LOG_OFF + core::mem::size_of::<Log>() as u64 + 409
 /// Where a slot's [`Log`] starts: after its [`Thread`], outside it, so that the periodic
 /// flush and the ending thread reach another thread's log without a reference to its
 /// `Thread` (which its owner holds as `&mut` while inside the runtime).
-const LOG_OFF: u64 = (core::mem::size_of::<Thread>() as u64 + 63) & !63;
+const LOG_OFF: u64 = ((PRIV_OFF + core::mem::size_of::<Thread>()) as u64 + 63) & !63;
 
 /// A thread's record log: appended to by the thread, flushed by it or by another thread (the
 /// periodic flush, the ending thread), always under `lock`.
@@ -266,49 +127,67 @@ pub fn log(tid: u32) -> &'static Log {
     unsafe { &*((THREADS_ADDR + tid as u64 * THREAD_SLOT + LOG_OFF) as *const Log) }
 }
 
-/// What `CUR` holds for a thread without a slot: an all-zero `Thread` (a valid one: slots are
-/// zero-filled mappings too) whose `fast_limit` of 0 sends every access of such a thread down
-/// the slow path, so the fast path needs no null check. Never written (only [`cur_or_idle`]'s
-/// callers read it, and only its atomics, before the fast path's limit check fails).
-struct Idle(core::cell::UnsafeCell<core::mem::MaybeUninit<Thread>>);
+/// What `CUR` holds for a thread without a slot: an all-zero [`Shared`] part (a valid one:
+/// slots are zero-filled mappings too) whose `fast_limit` of 0 sends every access of such a
+/// thread down the slow path, so the fast path needs no null check. Never written (only
+/// [`cur_or_idle`]'s callers read it, and only its atomics, before the fast path's limit check
+/// fails); it has no private part ([`cur`] says null for it).
+struct Idle(core::cell::UnsafeCell<core::mem::MaybeUninit<Shared>>);
 // SAFETY: nothing writes the idle thread; its readers load atomics only.
 unsafe impl Sync for Idle {}
 static IDLE: Idle = Idle(core::cell::UnsafeCell::new(core::mem::MaybeUninit::zeroed()));
-const IDLE_PTR: *mut Thread = IDLE.0.get().cast();
+const IDLE_PTR: *const Shared = IDLE.0.get().cast();
 
 thread_local! {
-    static CUR: Cell<*mut Thread> = const { Cell::new(IDLE_PTR) };
+    /// The current thread's slot (its `Shared` part, at the slot's start), or the idle one.
+    static CUR: Cell<*const Shared> = const { Cell::new(IDLE_PTR) };
     /// True while runtime code runs on this thread (memory wrappers then pass through).
     pub static IN_RT: Cell<bool> = const { Cell::new(false) };
 }
 
-/// The current thread's slot, or null.
+/// The current thread's private part, or null.
 #[inline(always)]
 pub fn cur() -> *mut Thread {
     let t = cur_or_idle();
     if t == IDLE_PTR {
         core::ptr::null_mut()
     } else {
-        t
+        (t as usize + PRIV_OFF) as *mut Thread
     }
 }
 
-/// The current thread's slot, or the idle thread (all zero, never written) when it has none:
-/// for the fast path, whose limit check then fails without a null check.
+/// The current thread's shared part, or the idle thread's (all zero, never written) when it
+/// has no slot: for the fast path, whose limit check then fails without a null check.
 #[inline(always)]
-pub fn cur_or_idle() -> *mut Thread {
+pub fn cur_or_idle() -> *const Shared {
     CUR.with(|c| c.get())
 }
 
-/// Set the current thread's slot (null: none).
+/// Set the current thread's slot from its private part (null: none).
 pub fn set_cur(t: *mut Thread) {
-    CUR.with(|c| c.set(if t.is_null() { IDLE_PTR } else { t }))
+    CUR.with(|c| {
+        c.set(if t.is_null() {
+            IDLE_PTR
+        } else {
+            (t as usize - PRIV_OFF) as *const Shared
+        })
+    })
 }
 
-/// Slot of thread `tid`.
+/// Private part of thread `tid`'s slot (only the thread itself, or its creator before it
+/// starts, may use it).
 #[inline(always)]
 pub fn slot(tid: u32) -> *mut Thread {
-    (THREADS_ADDR + tid as u64 * THREAD_SLOT) as *mut Thread
+    (THREADS_ADDR + tid as u64 * THREAD_SLOT + PRIV_OFF as u64) as *mut Thread
+}
+
+/// Shared part of thread `tid`'s slot (any thread may use it).
+#[inline(always)]
+pub fn shared(tid: u32) -> &'static Shared {
+    // SAFETY: the thread table is mapped at init for MAX_THREADS slots and never unmapped;
+    // each starts with its `Shared` part, all atomics (all-zero bytes are a valid value), never
+    // covered by a `&mut` (the owner's `&mut Thread` covers the private part after it).
+    unsafe { &*((THREADS_ADDR + tid as u64 * THREAD_SLOT) as *const Shared) }
 }
 
 /// Status slot of thread `tid` in the shared watchdog region.
@@ -475,7 +354,7 @@ fn init_inner() -> u32 {
     unsafe { init_slot(t, 0, 0, 0) };
     set_cur(t);
     // SAFETY: the slot just initialised.
-    unsafe { (*t).mb.ktid.store(sys::gettid(), Ordering::Release) };
+    unsafe { (*t).sh().mb.ktid.store(sys::gettid(), Ordering::Release) };
     status(0).ktid.store(sys::gettid(), Ordering::Relaxed);
     if replay {
         M_REPLAY
@@ -491,30 +370,37 @@ fn init_inner() -> u32 {
 pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
     // SAFETY: per the function contract.
     let th = unsafe { &mut *t };
+    let sh = th.sh();
     th.tid = tid;
+    sh.tid.store(tid, Ordering::Relaxed);
     th.held = NO_STRIPE;
     th.held_multi = false;
     th.parent = parent;
     th.nth = nth;
-    th.digest = 0xcbf2_9ce4_8422_2325 ^ tid as u64;
+    sh.digest.set(0xcbf2_9ce4_8422_2325 ^ tid as u64);
     // Wrapping: a seed mixer, not a count (a debug build checks overflow).
     th.rng = JITTER.load(Ordering::Relaxed) ^ (tid as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    th.final_claim.store(0, Ordering::Relaxed);
+    sh.final_claim.store(0, Ordering::Relaxed);
     th.seen_epoch = 0;
     log(tid).with(|l| l.len = 0);
     th.entry_bias = 0;
     th.next_ckpt = 0;
-    th.kinds = [0; KINDS];
+    for k in &sh.kinds {
+        k.set(0);
+    }
     th.next_sig = 0;
     th.next_sig_at = u64::MAX;
-    th.own_me = tid + 1;
-    th.rdsh_seen = 0;
-    th.own_replay = REPLAY.load(Ordering::Relaxed);
+    // SAFETY: the thread does not run yet: its creator is the only one to touch the slot.
+    unsafe {
+        sh.own_me.set(tid + 1);
+        sh.rdsh_seen.set(0);
+        sh.own_replay.set(REPLAY.load(Ordering::Relaxed));
+    }
     th.next_edge = 0;
     // Not started yet: no access in flight, so requests are granted without an answer.
-    th.mb.done.store(0, Ordering::Relaxed);
-    th.mb.free.store(1, Ordering::SeqCst);
-    th.fast_limit.store(0, Ordering::SeqCst);
+    sh.mb.done.store(0, Ordering::Relaxed);
+    sh.mb.free.store(1, Ordering::SeqCst);
+    sh.fast_limit.store(0, Ordering::SeqCst);
     if REPLAY.load(Ordering::Relaxed) {
         if let Some(ti) = thread_index(tid) {
             if let Some(p) = pairs(ti.signals_off, ti.signals_len).first() {

@@ -70,7 +70,7 @@ pub fn enable(t: &mut Thread) {
     if state::config().flags & FLAG_NO_SUD != 0 {
         return;
     }
-    t.sud.store(ALLOW, Ordering::Relaxed);
+    t.sh().sud.store(ALLOW, Ordering::Relaxed);
     // SAFETY: the selector lives in the thread's slot, mapped for the whole process lifetime.
     // The allowed region: the signal trampoline's `mov $15, %rax; syscall` (the kernel
     // compares the address after the `syscall` instruction).
@@ -83,7 +83,7 @@ pub fn enable(t: &mut Thread) {
             PR_SYS_DISPATCH_ON,
             tramp,
             len,
-            t.sud.as_ptr() as u64,
+            t.sh().sud.as_ptr() as u64,
             0,
         )
     };
@@ -97,7 +97,7 @@ extern "C" fn on_sigsys(_sig: i32, _info: *mut libc::siginfo_t, ctx: *mut libc::
     }
     // SAFETY: t is this thread's slot; ctx is the kernel's ucontext for this SIGSYS.
     let th = unsafe { &mut *t };
-    th.sud.store(ALLOW, Ordering::Relaxed);
+    th.sh().sud.store(ALLOW, Ordering::Relaxed);
     let uc = unsafe { &mut *(ctx as *mut libc::ucontext_t) };
     let g = &mut uc.uc_mcontext.gregs;
     let nr = g[libc::REG_RAX as usize] as usize;
@@ -112,7 +112,7 @@ extern "C" fn on_sigsys(_sig: i32, _info: *mut libc::siginfo_t, ctx: *mut libc::
         && crate::capture::handle(th, g)
     {
         // Performed here; the thread goes on trapping until the stdio call ends.
-        th.sud.store(BLOCK, Ordering::Relaxed);
+        th.sh().sud.store(BLOCK, Ordering::Relaxed);
         return;
     }
     if active && !IN_RT.with(|c| c.get()) {
@@ -120,7 +120,7 @@ extern "C" fn on_sigsys(_sig: i32, _info: *mut libc::siginfo_t, ctx: *mut libc::
         let _e = sys::ErrnoGuard::new();
         access::safe_point(th);
         // The thread runs system calls, not instrumented code, until its next callback.
-        crate::ownership::set_free(th);
+        crate::ownership::set_free(th.sh());
         IN_RT.with(|c| c.set(false));
     }
     // Re-execute the `syscall` instruction (2 bytes) natively; RAX holds the number again

@@ -67,7 +67,7 @@ fn ownership_take(t: &mut Thread, addr: usize) {
 /// Run a real call that may block, marked as blocked for the watchdogs: `on` (a `WAIT_*`) says
 /// whether only another thread can end the wait, and on what `obj`.
 pub(crate) fn blocking<R>(t: &Thread, on: u32, obj: usize, f: impl FnOnce() -> R) -> R {
-    crate::ownership::set_free(t);
+    crate::ownership::set_free(t.sh());
     mark_blocked(t, on, obj);
     let r = f();
     let st = state::status(t.tid);
@@ -80,7 +80,7 @@ pub(crate) fn blocking<R>(t: &Thread, on: u32, obj: usize, f: impl FnOnce() -> R
 fn mark_blocked(t: &Thread, on: u32, obj: usize) {
     let st = state::status(t.tid);
     st.events
-        .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+        .store(t.sh().events.load(Ordering::Relaxed), Ordering::Relaxed);
     st.object.store(obj as u64, Ordering::Relaxed);
     st.waits_on.store(on, Ordering::Relaxed);
     st.state.store(ST_BLOCKED, Ordering::SeqCst);
@@ -149,7 +149,7 @@ unsafe fn attempt(
             take_obj(t, obj, k);
             let r2 = blocking(t, WAIT_LOCK, obj as usize, lock);
             if r2 != 0 {
-                access::diverge(t, t.events.load(Ordering::Relaxed), format_args!("thread {} could not re-acquire a lock it acquired in the recording (error {r2})", t.tid));
+                access::diverge(t, t.sh().events.load(Ordering::Relaxed), format_args!("thread {} could not re-acquire a lock it acquired in the recording (error {r2})", t.tid));
             }
         }
         r
@@ -390,7 +390,7 @@ impl Drop for Resumed {
         let t = self.t();
         crate::ownership::recompute(t);
         if t.sud_on && !t.sud_hold {
-            t.sud.store(crate::sud::BLOCK, Ordering::Relaxed);
+            t.sh().sud.store(crate::sud::BLOCK, Ordering::Relaxed);
         }
     }
 }
@@ -418,7 +418,7 @@ pub fn resume() -> Option<Resumed> {
     }
     th.sud_hold = false;
     if th.sud_on {
-        th.sud.store(crate::sud::ALLOW, Ordering::Relaxed);
+        th.sh().sud.store(crate::sud::ALLOW, Ordering::Relaxed);
     }
     Some(Resumed { t })
 }
@@ -426,7 +426,7 @@ pub fn resume() -> Option<Resumed> {
 /// The thread is about to block in a real call made outside the runtime (for the watchdog);
 /// system calls stay untrapped until then, as inside the runtime.
 pub(crate) fn block_begin(t: &mut Thread, on: u32, obj: usize) {
-    crate::ownership::set_free(t);
+    crate::ownership::set_free(t.sh());
     mark_blocked(t, on, obj);
     t.sud_hold = true;
 }

@@ -38,7 +38,10 @@ pub unsafe extern "C" fn reprise_thread_begin(slot: *mut c_void, arg: *mut *mut 
     // SAFETY: the parent initialised this slot for us before creating the thread; arg is the
     // trampoline's out-slot.
     let th = unsafe { &mut *t };
-    th.mb.ktid.store(crate::sys::gettid(), Ordering::Release);
+    th.sh()
+        .mb
+        .ktid
+        .store(crate::sys::gettid(), Ordering::Release);
     state::status(th.tid)
         .ktid
         .store(crate::sys::gettid(), Ordering::Relaxed);
@@ -137,8 +140,11 @@ pub unsafe extern "C" fn pthread_create(
         real::pthread_create(th, &a, tr, child.cast())
     });
     if r == 0 {
-        // SAFETY: th was filled by the successful real call; the slot is ours to annotate.
-        unsafe { (*child).pthread = *th };
+        // SAFETY: th was filled by the successful real call. The child may run already: its
+        // pthread_t goes to its shared part.
+        state::shared(id)
+            .pthread
+            .store(unsafe { *th }, Ordering::Relaxed);
     }
     r
 }
@@ -149,9 +155,8 @@ fn join_op(t: pthread_t) -> Option<reprise_core::Op> {
         return None;
     }
     let n = state::NEXT_TID.load(Ordering::Relaxed);
-    // SAFETY: slots below NEXT_TID are initialised.
     (1..n)
-        .find(|&i| unsafe { (*state::slot(i)).pthread } == t)
+        .find(|&i| state::shared(i).pthread.load(Ordering::Relaxed) == t)
         .map(reprise_core::Op::Join)
 }
 

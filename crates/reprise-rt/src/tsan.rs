@@ -19,12 +19,12 @@ use core::sync::atomic::*;
 /// applies (one thread-local load, one shadow compare), else the strategy's slow path.
 #[inline(always)]
 pub fn on_access(addr: usize, size: usize, k: u64) {
-    let t = crate::state::cur_or_idle();
-    // SAFETY: `t` is this thread's own slot (set by the thread itself), or the idle thread,
-    // whose zero limit fails the gate before anything but its atomics is read.
-    if let Some(e) = ownership::fast_gate(unsafe { &*t }, addr, size, k != kind::READ) {
-        // SAFETY: the gate passed, so `t` is this thread's own slot, mutated only by itself.
-        ownership::fast_done(unsafe { &mut *t }, e, addr, size, k);
+    // SAFETY: this thread's own slot's shared part (set by the thread itself), or the idle
+    // one, whose zero limit fails the gate: atomics only, never covered by a `&mut` (the fast
+    // path makes no `&mut Thread`).
+    let t = unsafe { &*crate::state::cur_or_idle() };
+    if let Some(e) = ownership::fast_gate(t, addr, size, k != kind::READ) {
+        ownership::fast_done(t, e, addr, size, k);
         return;
     }
     slow_access(addr, size, k)
@@ -46,15 +46,15 @@ fn slow_access(addr: usize, size: usize, k: u64) {
             access::fold_pending(t);
             access::jitter(t);
             crate::model::access(t, addr, size, k);
-            t.pending_addr = addr;
-            t.pending_size = size;
+            t.sh().pending_addr.set(addr as u64);
+            t.sh().pending_size.set(size as u64);
         }
         Strategy::Leap => {
             access::fold_pending(t);
             access::jitter(t);
             leap::access(t, addr, size, k);
-            t.pending_addr = addr;
-            t.pending_size = size;
+            t.sh().pending_addr.set(addr as u64);
+            t.sh().pending_size.set(size as u64);
         }
     }
 }
@@ -62,16 +62,15 @@ fn slow_access(addr: usize, size: usize, k: u64) {
 /// Run atomic operation `op` on `addr` under the strategy's order; fold its result.
 #[inline(always)]
 fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R) -> R {
-    let t = crate::state::cur_or_idle();
     // SAFETY: as in `on_access`.
-    if let Some(e) = ownership::fast_gate(unsafe { &*t }, addr, size, true) {
-        // SAFETY: as in `on_access`.
-        let th = unsafe { &mut *t };
-        ownership::count_fast_atomic(th, e);
+    let t = unsafe { &*crate::state::cur_or_idle() };
+    if let Some(e) = ownership::fast_gate(t, addr, size, true) {
+        ownership::count_fast_atomic(t, e);
         let r = op();
-        crate::handover::pend_done(th);
+        crate::handover::pend_done(t);
         let v: u128 = r.into();
-        th.digest = ownership::fold(th.digest, v as u64 ^ (v >> 64) as u64);
+        t.digest
+            .set(ownership::fold(t.digest.get(), v as u64 ^ (v >> 64) as u64));
         return r;
     }
     let Some(mut e) = enter() else { return op() };
@@ -80,7 +79,7 @@ fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R
         Strategy::Ownership => {
             let ev = ownership::access(t, &[(addr, size, true)]);
             let r = op();
-            crate::handover::pend_done(t);
+            crate::handover::pend_done(t.sh());
             let v: u128 = r.into();
             ownership::finish_event(
                 t,
@@ -102,7 +101,10 @@ fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R
             }
             let r = op();
             let v: u128 = r.into();
-            t.digest = access::mix(t.digest, v as u64 ^ (v >> 64) as u64);
+            t.sh().digest.set(access::mix(
+                t.sh().digest.get(),
+                v as u64 ^ (v >> 64) as u64,
+            ));
             r
         }
     }
@@ -405,7 +407,11 @@ fn ranged(dst: usize, src: usize, n: usize) {
                 // Every byte the copy reads (this thread may read them now: it was granted
                 // their granules, and it performs the copy right after the callback).
                 // SAFETY: the program reads `[src, src + n)` right after the callback returns.
-                t.digest = ownership::fold(t.digest, unsafe { access::value_at(src, n) });
+                t.sh()
+                    .digest
+                    .set(ownership::fold(t.sh().digest.get(), unsafe {
+                        access::value_at(src, n)
+                    }));
             }
             ownership::finish_event(t, ev, dst, n, kind::RANGE, None);
             return;
@@ -428,8 +434,8 @@ fn ranged(dst: usize, src: usize, n: usize) {
             access::count_event(t, reprise_proto::RANGE_STRIPE, h, kind::RANGE);
         }
     }
-    t.pending_addr = dst;
-    t.pending_size = n;
+    t.sh().pending_addr.set(dst as u64);
+    t.sh().pending_size.set(n as u64);
 }
 
 #[inline(always)]

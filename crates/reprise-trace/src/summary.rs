@@ -134,6 +134,10 @@ impl fmt::Display for Summary {
             )?,
             None => writeln!(f, "exit:        unknown, the trace has no footer")?,
         }
+        for (l, hash) in self.footer.iter().flat_map(|ft| &ft.dlopened) {
+            let hash = if hash.is_empty() { "unreadable" } else { hash };
+            writeln!(f, "dlopened:    {} (hash {hash})", lossy(l))?;
+        }
         match &self.error {
             None if self.footer.is_some() => write!(f, "status:      complete"),
             None => write!(f, "status:      incomplete"),

@@ -118,6 +118,10 @@ pub struct Footer {
     /// The recorder found the program deadlocked and ended it: its report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadlock: Option<String>,
+    /// Shared libraries the program loaded itself (`dlopen`) after start, as absolute raw
+    /// paths, with their content hashes when the recorder could read them (empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dlopened: Vec<(Vec<u8>, String)>,
 }
 
 /// One data chunk as read back.

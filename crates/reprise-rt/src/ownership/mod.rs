@@ -49,7 +49,7 @@
 use crate::access::{self, kind};
 use crate::handover;
 use crate::layout::SHADOW_ADDR;
-use crate::state::{self, Thread};
+use crate::state::{self, Shared, Thread};
 use crate::sys;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use reprise_proto::*;
@@ -108,14 +108,14 @@ pub fn fold(d: u64, x: u64) -> u64 {
 /// Fold one access into the digest: a read's value (read now, in its callback: see the module
 /// docs), or a write's kind. Identical on the fast and the slow path, in both modes.
 #[inline(always)]
-fn digest_access(t: &mut Thread, addr: usize, size: usize, k: u64) {
+fn digest_access(t: &Shared, addr: usize, size: usize, k: u64) {
     let x = if k == kind::READ {
         // SAFETY: the program reads these bytes right after the callback returns.
         unsafe { access::value_at(addr, size) }
     } else {
         k
     };
-    t.digest = fold(t.digest, x);
+    t.digest.set(fold(t.digest.get(), x));
 }
 
 /// Count slow-path event `e` of kind `k`. Its runtime entry (the positions of asynchronous
@@ -124,8 +124,9 @@ fn digest_access(t: &mut Thread, addr: usize, size: usize, k: u64) {
 /// different events: transfers vs. edges) agree.
 #[inline(always)]
 fn count(t: &mut Thread, e: u64, k: u64) {
-    t.kinds[k as usize % KINDS] += 1;
-    t.events.store(e, Ordering::Release);
+    let sh = t.sh();
+    sh.kinds[k as usize % KINDS].bump();
+    sh.events.store(e, Ordering::Release);
     t.entry_bias = t.entry_bias.wrapping_sub(1);
 }
 
@@ -133,20 +134,23 @@ fn count(t: &mut Thread, e: u64, k: u64) {
 /// see `Thread::entry_bias`). Reads are not counted by kind: they are the events no kind
 /// counted (`lifecycle::finish`).
 #[inline(always)]
-fn count_fast(t: &mut Thread, e: u64, k: u64) {
+fn count_fast(t: &Shared, e: u64, k: u64) {
     if k != kind::READ {
-        t.kinds[k as usize % KINDS] += 1;
+        t.kinds[k as usize % KINDS].bump();
     }
     t.events.store(e, Ordering::Release);
 }
 
 /// The gate of the fast path: Some(event number) when access `k` of `size` bytes at `addr`
 /// may proceed without the runtime (record: the thread owns or shares its granule; replay: no
-/// edge, checkpoint or end is due at this event).
+/// edge, checkpoint or end is due at this event). `t` is the current thread's shared part (or
+/// the idle one, whose limit of 0 fails the limit test; its `pend` is written by any thread
+/// not registered yet, and read by nobody).
 #[inline(always)]
-pub fn fast_gate(t: &Thread, addr: usize, size: usize, write: bool) -> Option<u64> {
+pub fn fast_gate(t: &Shared, addr: usize, size: usize, write: bool) -> Option<u64> {
     let e = t.events.load(Ordering::Relaxed) + 1;
-    if t.own_replay {
+    // SAFETY: as for the `Mine` reads below.
+    if unsafe { t.own_replay.get() } {
         return (e < t.fast_limit.load(Ordering::Relaxed)).then_some(e);
     }
     if (addr ^ (addr + size - 1)) >> GRANULE_SHIFT != 0 {
@@ -160,18 +164,22 @@ pub fn fast_gate(t: &Thread, addr: usize, size: usize, write: bool) -> Option<u6
         return None;
     }
     let s = slot_word(idx).load(Ordering::Relaxed);
+    // SAFETY (the `Mine` reads): `t` is the current thread's own shared part (or the idle one,
+    // whose limit of 0 failed above): this thread alone touches its `Mine` fields. Read after
+    // the fence in `pend`, so that they fold into the compares.
+    let me = unsafe { t.own_me.get() };
     let ok = if write {
-        s == t.own_me
+        s == me
     } else {
-        (s & !RDEX_BIT) == t.own_me || s.wrapping_sub(SHARED) <= t.rdsh_seen
+        (s & !RDEX_BIT) == me || s.wrapping_sub(SHARED) <= unsafe { t.rdsh_seen.get() }
     };
     ok.then_some(e)
 }
 
 /// The rest of a plain access's fast path once [`fast_gate`] let event `e` through: digest
-/// and count.
+/// and count (on the thread's shared part: the fast path never makes a `&mut Thread`).
 #[inline(always)]
-pub fn fast_done(t: &mut Thread, e: u64, addr: usize, size: usize, k: u64) {
+pub fn fast_done(t: &Shared, e: u64, addr: usize, size: usize, k: u64) {
     digest_access(t, addr, size, k);
     count_fast(t, e, k);
 }
@@ -179,7 +187,7 @@ pub fn fast_done(t: &mut Thread, e: u64, addr: usize, size: usize, k: u64) {
 /// Count an atomic operation that [`fast_gate`] let through as event `e` (the caller performs
 /// it and folds its result).
 #[inline(always)]
-pub fn count_fast_atomic(t: &mut Thread, e: u64) {
+pub fn count_fast_atomic(t: &Shared, e: u64) {
     count_fast(t, e, kind::ATOMIC);
 }
 
@@ -187,24 +195,24 @@ pub fn count_fast_atomic(t: &mut Thread, e: u64) {
 
 /// Answer pending requests: every access up to the thread's event count is complete.
 #[inline(always)]
-pub fn answer(t: &Thread) {
+pub fn answer(t: &Shared) {
     if t.mb.req.load(Ordering::Relaxed) != 0 {
         answer_now(t);
     }
 }
 
 #[cold]
-fn answer_now(t: &Thread) {
+fn answer_now(t: &Shared) {
     t.mb.req.swap(0, Ordering::SeqCst);
     t.mb.ack_done
         .store(t.events.load(Ordering::Relaxed), Ordering::Release);
     t.mb.ack_seq.fetch_add(1, Ordering::SeqCst);
-    handover::wake_requesters(t.tid);
+    handover::wake_requesters(t.tid.load(Ordering::Relaxed));
 }
 
 /// Publish the completed events (a safe point) and answer requests.
 #[inline(always)]
-pub fn publish(t: &Thread) {
+pub fn publish(t: &Shared) {
     t.mb.done
         .store(t.events.load(Ordering::Relaxed), Ordering::Release);
     answer(t);
@@ -212,17 +220,16 @@ pub fn publish(t: &Thread) {
 
 /// The thread stops accessing program memory until its next slow runtime entry (it blocks, makes
 /// a system call, exits or parks): requests are granted without an answer.
-pub fn set_free(t: &Thread) {
+pub fn set_free(t: &Shared) {
     publish(t);
     t.mb.free.store(1, Ordering::SeqCst);
     t.fast_limit.store(0, Ordering::SeqCst);
-    handover::wake_requesters(t.tid);
+    handover::wake_requesters(t.tid.load(Ordering::Relaxed));
 }
 
 /// [`set_free`] for thread `tid` (from code that has only the id).
 pub fn set_free_tid(tid: u32) {
-    // SAFETY: slots are mapped for MAX_THREADS ids; only atomics are touched.
-    set_free(unsafe { &*state::slot(tid) });
+    set_free(state::shared(tid));
 }
 
 /// Recompute the thread's fast-path limit (after any slow entry).
@@ -231,7 +238,7 @@ pub fn recompute(t: &mut Thread) {
         return;
     }
     let every = state::CHECKPOINT.load(Ordering::Relaxed);
-    let e = t.events.load(Ordering::Relaxed);
+    let e = t.sh().events.load(Ordering::Relaxed);
     if t.next_ckpt <= e {
         t.next_ckpt = (e / every + 1) * every;
     }
@@ -242,13 +249,13 @@ pub fn recompute(t: &mut Thread) {
         || t.held != NO_STRIPE
         || t.held_multi
         || t.passthrough
-        || t.sig_pending.load(Ordering::Relaxed) != 0
-        || t.pending_size != 0
+        || t.sh().sig_pending.load(Ordering::Relaxed) != 0
+        || t.sh().pending_size.get() != 0
         || !(m == state::M_RECORD || m == state::M_REPLAY)
     {
         lim = 0;
     }
-    if t.own_replay && lim != 0 {
+    if t.own_replay() && lim != 0 {
         if let Some(ti) = state::thread_index(t.tid) {
             let edges = state::pairs(ti.edges_off, ti.edges_len);
             if let Some(p) = edges.get(t.next_edge) {
@@ -267,13 +274,13 @@ pub fn recompute(t: &mut Thread) {
             };
         }
     }
-    t.fast_limit.store(lim, Ordering::SeqCst);
+    t.sh().fast_limit.store(lim, Ordering::SeqCst);
     // A request (or the free state) that arrived while we computed must not be lost.
-    if t.mb.req.load(Ordering::SeqCst) != 0
-        || t.mb.free.load(Ordering::Relaxed) != 0
-        || t.sig_pending.load(Ordering::Relaxed) != 0
+    if t.sh().mb.req.load(Ordering::SeqCst) != 0
+        || t.sh().mb.free.load(Ordering::Relaxed) != 0
+        || t.sh().sig_pending.load(Ordering::Relaxed) != 0
     {
-        t.fast_limit.store(0, Ordering::SeqCst);
+        t.sh().fast_limit.store(0, Ordering::SeqCst);
     }
 }
 
@@ -295,7 +302,7 @@ fn mark_waiting(t: &Thread, on: u32) {
     st.stripe.store(NO_STRIPE, Ordering::Relaxed);
     st.waits_for.store(on, Ordering::Relaxed);
     st.events
-        .store(t.events.load(Ordering::Relaxed), Ordering::Relaxed);
+        .store(t.sh().events.load(Ordering::Relaxed), Ordering::Relaxed);
     st.state.store(ST_WAIT_TURN, Ordering::SeqCst);
 }
 
@@ -364,7 +371,7 @@ fn gate_replay(t: &mut Thread, e: u64) {
     let faulted_here = end.kind == END_FAULT && end.tid == t.tid && e == ti.final_events + 1;
     if end.kind != END_UNKNOWN && e > ti.final_events && !faulted_here {
         // Early termination (seed 001, 2.5): the recording ended before this event.
-        set_free(t);
+        set_free(t.sh());
         crate::leap::park_forever(t.tid, ST_AT_END);
     }
     let edges = state::pairs(ti.edges_off, ti.edges_len);
@@ -383,8 +390,7 @@ fn gate_replay(t: &mut Thread, e: u64) {
                 ),
             );
         }
-        // SAFETY: x < MAX_THREADS; only atomics of the other slot are read.
-        let xs = unsafe { &*state::slot(x) };
+        let xs = state::shared(x);
         let mut clock = WaitClock::default();
         // Wait by time, as requesters do: spin (the source is usually running and close),
         // then yield the CPU (it may need it), then sleep briefly.
@@ -412,13 +418,13 @@ pub fn access(t: &mut Thread, ranges: &[(usize, usize, bool)]) -> u64 {
     // A safe point: every earlier access is complete.
     access::fold_pending(t);
     crate::leap::release_held(t);
-    if t.mb.free.load(Ordering::Relaxed) != 0 {
-        t.mb.free.store(0, Ordering::SeqCst);
+    if t.sh().mb.free.load(Ordering::Relaxed) != 0 {
+        t.sh().mb.free.store(0, Ordering::SeqCst);
     }
-    publish(t);
+    publish(t.sh());
     access::jitter(t);
-    let e = t.events.load(Ordering::Relaxed) + 1;
-    if t.own_replay {
+    let e = t.sh().events.load(Ordering::Relaxed) + 1;
+    if t.own_replay() {
         gate_replay(t, e);
     } else {
         let single = match ranges {
@@ -426,8 +432,8 @@ pub fn access(t: &mut Thread, ranges: &[(usize, usize, bool)]) -> u64 {
             _ => None,
         };
         match single {
-            Some(idx) => handover::pend(t, e, idx),
-            None => t.pend.store(handover::PEND_ALL, Ordering::Relaxed),
+            Some(idx) => handover::pend(t.sh(), e, idx),
+            None => t.sh().pend.store(handover::PEND_ALL, Ordering::Relaxed),
         }
         acquire_ranges(t, ranges, e);
     }
@@ -438,8 +444,8 @@ pub fn access(t: &mut Thread, ranges: &[(usize, usize, bool)]) -> u64 {
 /// the access so its value is folded once complete.
 pub fn finish_event(t: &mut Thread, e: u64, addr: usize, size: usize, k: u64, value: Option<u64>) {
     match value {
-        Some(v) => t.digest = fold(t.digest, v),
-        None => digest_access(t, addr, size, k),
+        Some(v) => t.sh().digest.set(fold(t.sh().digest.get(), v)),
+        None => digest_access(t.sh(), addr, size, k),
     }
     count(t, e, k);
     if e >= t.next_ckpt {
@@ -449,8 +455,8 @@ pub fn finish_event(t: &mut Thread, e: u64, addr: usize, size: usize, k: u64, va
         }
         t.next_ckpt = (e / every + 1) * every;
         if every == 1 && value.is_none() {
-            t.pending_addr = addr;
-            t.pending_size = size;
+            t.sh().pending_addr.set(addr as u64);
+            t.sh().pending_size.set(size as u64);
         }
     }
 }
@@ -462,10 +468,7 @@ pub fn stop_all(me: u32) {
         .load(Ordering::SeqCst)
         .min(MAX_THREADS as u32);
     for x in 0..n {
-        // SAFETY: as in `request`.
-        unsafe { &*state::slot(x) }
-            .fast_limit
-            .store(0, Ordering::SeqCst);
+        state::shared(x).fast_limit.store(0, Ordering::SeqCst);
     }
     // Every running thread passes a full barrier: a callback that stored its `pend` before it
     // is seen below; one that stores it after loads the zero limit after it (`fast_gate`
@@ -475,8 +478,7 @@ pub fn stop_all(me: u32) {
         if x == me {
             continue;
         }
-        // SAFETY: as in `request`.
-        let xs = unsafe { &*state::slot(x) };
+        let xs = state::shared(x);
         let st = state::status(x);
         let stopped = || {
             xs.mb.free.load(Ordering::SeqCst) != 0
@@ -502,7 +504,7 @@ pub fn stop_all(me: u32) {
 
 /// Whether thread `xs` is inside a plain-access callback that has not counted its event yet
 /// (its `pend` names the event after its count).
-fn in_callback(xs: &Thread) -> bool {
+fn in_callback(xs: &Shared) -> bool {
     let p = xs.pend.load(Ordering::SeqCst);
     let ev = xs.events.load(Ordering::SeqCst);
     p != handover::PEND_NONE && p != handover::PEND_ALL && (p >> 32) as u32 == (ev + 1) as u32

@@ -12,9 +12,7 @@ fn add_edge(t: &mut Thread, e: u64, src: u32, src_events: u64) {
 /// Ask thread `x` for its granules; returns its completed events when it answered (or was
 /// free). The caller has locked the granule it wants.
 fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
-    // SAFETY: slots are mapped for MAX_THREADS ids; only atomics of another thread's slot are
-    // touched (its mailbox and fast_limit).
-    let xs = unsafe { &*state::slot(x) };
+    let xs = state::shared(x);
     if xs.mb.free.load(Ordering::SeqCst) != 0 {
         return xs.mb.done.load(Ordering::Acquire);
     }
@@ -39,10 +37,10 @@ fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
         if let Some(g) = asked.and_then(|serial| handover::granted(t, serial)) {
             break g;
         }
-        answer(t);
+        answer(t.sh());
         if state::mode() == state::M_DONE {
             // The process is ending: this thread stops here, as at any runtime entry.
-            set_free(t);
+            set_free(t.sh());
             crate::leap::park_forever(t.tid, ST_AT_END);
         }
         let Some(waited) = clock.tick(t, x) else {
@@ -62,17 +60,17 @@ fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
         if asked.is_some() && waited > handover::SLEEP_AFTER_NS {
             // Sleep until the owner answers, turns free or grants (each wakes us), or a
             // request to this thread needs an answer (bounded by the timeout).
-            let w = t.mb.wake.load(Ordering::SeqCst);
-            t.mb.sleeping.store(1, Ordering::SeqCst);
+            let w = t.sh().mb.wake.load(Ordering::SeqCst);
+            t.sh().mb.sleeping.store(1, Ordering::SeqCst);
             if xs.mb.ack_seq.load(Ordering::SeqCst) == q0
                 && xs.mb.free.load(Ordering::SeqCst) == 0
-                && t.mb.grant.load(Ordering::SeqCst) == 0
-                && t.mb.req.load(Ordering::SeqCst) == 0
+                && t.sh().mb.grant.load(Ordering::SeqCst) == 0
+                && t.sh().mb.req.load(Ordering::SeqCst) == 0
                 && state::mode() != state::M_DONE
             {
-                sys::futex_wait_for(&t.mb.wake, w, 200_000);
+                sys::futex_wait_for(&t.sh().mb.wake, w, 200_000);
             }
-            t.mb.sleeping.store(0, Ordering::SeqCst);
+            t.sh().mb.sleeping.store(0, Ordering::SeqCst);
         } else if waited > 5_000 {
             // On an oversubscribed machine the owner may need this CPU.
             sys::yield_now();
@@ -94,7 +92,7 @@ static CUM: [AtomicU64; MAX_THREADS] = [const { AtomicU64::new(0) }; MAX_THREADS
 fn epoch_lock(t: &Thread) {
     let mut spins = 0;
     while EPOCH_LOCK.swap(1, Ordering::Acquire) != 0 {
-        answer(t);
+        answer(t.sh());
         backoff(&mut spins);
     }
 }
@@ -130,7 +128,7 @@ fn sync_epochs(t: &mut Thread, e: u64) {
         add_edge(t, e, x, src);
     }
     epoch_unlock();
-    t.rdsh_seen = c;
+    t.set_rdsh_seen(c);
 }
 
 /// Take granule `addr` for a read or a write of event `e`.
@@ -141,13 +139,13 @@ fn acquire_one(t: &mut Thread, addr: usize, write: bool, e: u64) {
     let mut spins = 0;
     loop {
         let s = sh.load(Ordering::Acquire);
-        if s == t.own_me || (!write && s == t.own_me | RDEX_BIT) {
+        if s == t.own_me() || (!write && s == t.own_me() | RDEX_BIT) {
             return;
         }
         if s >= SHARED {
             let c = s - SHARED;
             if !write {
-                if c <= t.rdsh_seen {
+                if c <= t.rdsh_seen() {
                     return;
                 }
                 sync_epochs(t, e);
@@ -173,30 +171,30 @@ fn acquire_one(t: &mut Thread, addr: usize, write: bool, e: u64) {
                     add_edge(t, e, x, src);
                 }
             }
-            sh.store(t.own_me, Ordering::Release);
-            unlock_batch(idx, batch, t.own_me);
+            sh.store(t.own_me(), Ordering::Release);
+            unlock_batch(idx, batch, t.own_me());
             return;
         }
         if s & LOCKED != 0 {
             // Another thread is taking it over.
-            answer(t);
+            answer(t.sh());
             backoff(&mut spins);
             continue;
         }
         if s == 0 {
             if sh
-                .compare_exchange(0, t.own_me, Ordering::SeqCst, Ordering::Relaxed)
+                .compare_exchange(0, t.own_me(), Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
             {
                 return;
             }
             continue;
         }
-        if write && s == t.own_me | RDEX_BIT {
+        if write && s == t.own_me() | RDEX_BIT {
             // Upgrade: nobody else may read it (unless someone is taking it over right now,
             // which the compare-exchange sees).
             if sh
-                .compare_exchange(s, t.own_me, Ordering::SeqCst, Ordering::Relaxed)
+                .compare_exchange(s, t.own_me(), Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
             {
                 return;
@@ -215,14 +213,14 @@ fn acquire_one(t: &mut Thread, addr: usize, write: bool, e: u64) {
         let src = request(t, x, idx);
         add_edge(t, e, x, src);
         let next = if write {
-            t.own_me
+            t.own_me()
         } else if s & RDEX_BIT == 0 || !READ_SHARING {
-            t.own_me | RDEX_BIT
+            t.own_me() | RDEX_BIT
         } else {
             // A second reader: share it.
             match new_epoch(t, x, src) {
                 Some(c) => SHARED | c,
-                None => t.own_me | RDEX_BIT,
+                None => t.own_me() | RDEX_BIT,
             }
         };
         sh.store(next, Ordering::Release);
@@ -280,7 +278,7 @@ fn unlock_batch(idx: u32, mut taken: u32, next: u32) {
 /// a request meanwhile, it may have handed over a granule it had already taken: take them again.
 pub(super) fn acquire_ranges(t: &mut Thread, ranges: &[(usize, usize, bool)], e: u64) {
     loop {
-        let before = t.mb.ack_seq.load(Ordering::Relaxed);
+        let before = t.sh().mb.ack_seq.load(Ordering::Relaxed);
         for &(addr, size, write) in ranges {
             if size == 0 {
                 continue;
@@ -296,7 +294,7 @@ pub(super) fn acquire_ranges(t: &mut Thread, ranges: &[(usize, usize, bool)], e:
             let (a, n, _) = ranges[0];
             (a ^ (a + n.max(1) - 1)) >> GRANULE_SHIFT == 0
         };
-        if single || t.mb.ack_seq.load(Ordering::Relaxed) == before {
+        if single || t.sh().mb.ack_seq.load(Ordering::Relaxed) == before {
             return;
         }
     }

@@ -34,6 +34,7 @@ pub fn footer() -> Footer {
         chunks: 0,
         raw_bytes: 0,
         deadlock: None,
+        dlopened: vec![(b"/tmp/libplugin.so".to_vec(), "0123abcd".into())],
     }
 }
 
