@@ -26,8 +26,6 @@ use reprise_proto::*;
 pub const ALLOW: u8 = 0;
 /// Selector value: system calls raise SIGSYS.
 pub const BLOCK: u8 = 1;
-const PR_SET_SYSCALL_USER_DISPATCH: u64 = 59;
-const PR_SYS_DISPATCH_ON: u64 = 1;
 const NSYS: usize = 512;
 static COUNTS: [AtomicU32; NSYS] = [const { AtomicU32::new(0) }; NSYS];
 /// glibc's signal trampoline (the SIGSYS handler's sa_restorer): system calls from there are
@@ -75,19 +73,16 @@ pub fn enable(t: &mut Thread) {
     // The allowed region: the signal trampoline's `mov $15, %rax; syscall` (the kernel
     // compares the address after the `syscall` instruction).
     let tramp = RESTORER.load(Ordering::Relaxed);
-    let len = if tramp != 0 { 16 } else { 0 };
-    let r = unsafe {
-        sys::syscall6(
-            libc::SYS_prctl,
-            PR_SET_SYSCALL_USER_DISPATCH,
-            PR_SYS_DISPATCH_ON,
-            tramp,
-            len,
-            t.sud.as_ptr() as u64,
-            0,
-        )
+    let allowed: &[u8] = if tramp != 0 {
+        // SAFETY: glibc's trampoline is mapped code, readable for the process's lifetime;
+        // the kernel only takes its bounds.
+        unsafe { core::slice::from_raw_parts(tramp as *const u8, 16) }
+    } else {
+        &[]
     };
-    t.sud_on = r == 0;
+    // SAFETY: as above; t.sud stays mapped while the thread runs.
+    let r = unsafe { rustix::thread::enable_syscall_user_dispatch(allowed, &t.sud) };
+    t.sud_on = r.is_ok();
 }
 
 extern "C" fn on_sigsys(_sig: i32, _info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
