@@ -26,6 +26,8 @@ use reprise_proto::*;
 pub const ALLOW: u8 = 0;
 /// Selector value: system calls raise SIGSYS.
 pub const BLOCK: u8 = 1;
+const PR_SET_SYSCALL_USER_DISPATCH: u64 = 59;
+const PR_SYS_DISPATCH_ON: u64 = 1;
 const NSYS: usize = 512;
 static COUNTS: [AtomicU32; NSYS] = [const { AtomicU32::new(0) }; NSYS];
 /// glibc's signal trampoline (the SIGSYS handler's sa_restorer): system calls from there are
@@ -69,20 +71,26 @@ pub fn enable(t: &mut Thread) {
         return;
     }
     t.sud.store(ALLOW, Ordering::Relaxed);
-    // SAFETY: the selector lives in the thread's slot, mapped for the whole process lifetime.
     // The allowed region: the signal trampoline's `mov $15, %rax; syscall` (the kernel
-    // compares the address after the `syscall` instruction).
+    // compares the address after the `syscall` instruction), or none (offset 0).
+    // A raw call, not `rustix::thread::enable_syscall_user_dispatch`: that takes the region as
+    // a slice, which cannot say "none": an empty slice's address is 1, and the kernel refuses
+    // a non-zero offset with length 0 (EINVAL), which would leave the thread untrapped.
     let tramp = RESTORER.load(Ordering::Relaxed);
-    let allowed: &[u8] = if tramp != 0 {
-        // SAFETY: glibc's trampoline is mapped code, readable for the process's lifetime;
-        // the kernel only takes its bounds.
-        unsafe { core::slice::from_raw_parts(tramp as *const u8, 16) }
-    } else {
-        &[]
+    let len = if tramp != 0 { 16 } else { 0 };
+    // SAFETY: the selector lives in the thread's slot, mapped for the whole process lifetime.
+    let r = unsafe {
+        sys::syscall6(
+            libc::SYS_prctl,
+            PR_SET_SYSCALL_USER_DISPATCH,
+            PR_SYS_DISPATCH_ON,
+            tramp,
+            len,
+            t.sud.as_ptr() as u64,
+            0,
+        )
     };
-    // SAFETY: as above; t.sud stays mapped while the thread runs.
-    let r = unsafe { rustix::thread::enable_syscall_user_dispatch(allowed, &t.sud) };
-    t.sud_on = r.is_ok();
+    t.sud_on = r == 0;
 }
 
 extern "C" fn on_sigsys(_sig: i32, _info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {

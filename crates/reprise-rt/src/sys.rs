@@ -7,8 +7,9 @@
 //! its functions inline to the same instruction sequence), and [`syscall6`] for what rustix does
 //! not offer: a call by number (the program's calls that [`crate::capture`] performs for it),
 //! `tgkill` (rustix leaves it out on purpose), `rt_sigaction` read back with its restorer field
-//! and `rt_sigprocmask` (rustix has them only in its unstable `runtime` module), and the
-//! calls whose reasons are on [`now_ns`] and [`exit_group`]. Syscall User Dispatch
+//! and `rt_sigprocmask` (rustix has them only in its unstable `runtime` module), turning on
+//! Syscall User Dispatch (reason in [`crate::sud::enable`]), and the calls whose reasons are
+//! on [`now_ns`] and [`exit_group`]. Syscall User Dispatch
 //! tells the runtime's calls from the program's by the thread's selector ("allow" while in the
 //! runtime, [`crate::sud`]), not by the instruction's address, so both kinds pass.
 #![allow(unsafe_code)]
