@@ -7,6 +7,7 @@
 
 mod bench;
 mod cc;
+mod exit;
 mod hashcache;
 mod info;
 mod launch;
@@ -183,7 +184,6 @@ enum Cmd {
 // Over 80 lines: one match that moves each subcommand's options into its command.
 fn main() {
     let cli = Cli::parse();
-    let is_replay = matches!(cli.cmd, Cmd::Replay { .. });
     let r = match cli.cmd {
         Cmd::Cc { args } => cc::run(false, args),
         Cmd::Cxx { args } => cc::run(true, args),
@@ -234,7 +234,9 @@ fn main() {
             timeout: timeout.map(std::time::Duration::from_secs),
             attempts,
             gdb: gdb.then_some(gdb_args),
-        }),
+        })
+        // Replay failures of any kind exit 125 (never a status the program could have).
+        .map_err(exit::Failure::replay),
         Cmd::Info { trace, records } => info::info(trace, records),
         Cmd::View { trace, output } => view::view(trace, output),
         Cmd::Bench {
@@ -263,8 +265,7 @@ fn main() {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("reprise: {e:#}");
-            // Replay failures of any kind exit 125 (never a status the program could have).
-            std::process::exit(if is_replay { 125 } else { 1 });
+            std::process::exit(exit::status_of(&e));
         }
     }
 }

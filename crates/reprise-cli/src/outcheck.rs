@@ -153,6 +153,7 @@ mod tests {
             chunks: 0,
             raw_bytes: 0,
             deadlock: None,
+            dlopened: Vec::new(),
         };
         let bytes = w.finish(&footer).unwrap();
         let r = TraceReader::from_reader(std::io::Cursor::new(bytes)).unwrap();

@@ -1,5 +1,6 @@
 //! `reprise record`: run the program under the runtime and stream a trace.
 
+use crate::exit::{Failure, DEADLOCK_STATUS, NOT_INSTRUMENTED_STATUS};
 use crate::launch::{self, Launch, Sink};
 use crate::recording::{record_config, Recording};
 use anyhow::{bail, Context, Result};
@@ -69,16 +70,15 @@ fn executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Resolve the program like execvp would; Err carries the shell's status for the failure (127:
-/// not found, 126: not executable) and its message.
-pub fn resolve_exe(prog: &std::ffi::OsStr) -> std::result::Result<PathBuf, (i32, String)> {
+/// Resolve the program like execvp would; Err says why not, with the shell's status for it.
+pub fn resolve_exe(prog: &std::ffi::OsStr) -> std::result::Result<PathBuf, Failure> {
     let p = Path::new(prog);
     if prog.as_bytes().contains(&b'/') {
         if !p.exists() {
-            return Err((127, format!("{}: no such file", p.display())));
+            return Err(Failure::NoSuchFile(p.into()));
         }
         if !executable(p) {
-            return Err((126, format!("{}: not an executable file", p.display())));
+            return Err(Failure::NotExecutable(p.into()));
         }
         return Ok(p.to_path_buf());
     }
@@ -89,16 +89,8 @@ pub fn resolve_exe(prog: &std::ffi::OsStr) -> std::result::Result<PathBuf, (i32,
             return Ok(c);
         }
     }
-    Err((127, format!("{}: command not found", p.display())))
+    Err(Failure::NotFound(p.into()))
 }
-
-/// Exit status of `reprise record` (and of its replay) when the program deadlocked: the
-/// recorder ended it (as `timeout` does a command that overran).
-pub const DEADLOCK_STATUS: i32 = 124;
-
-/// Exit status of `reprise record` when the program was not built with `reprise cc` (it ran,
-/// but reported nothing to record): as a command that cannot do what was asked.
-pub const NOT_INSTRUMENTED_STATUS: i32 = 2;
 
 /// Print a multi-line report on stderr, every line marked as reprise's (so it never reads as
 /// the program's output), the first after `lead`.
@@ -238,7 +230,7 @@ pub fn record(o: RecordOpts) -> Result<i32> {
             output,
         } = record_one(&o, false, run == 1)?;
         let Some(path) = trace else {
-            return Ok(status); // nothing was run (the program cannot be executed)
+            return Ok(status); // nothing to replay (not built with `reprise cc`)
         };
         let failed = match (o.until_status, &o.until_output) {
             (None, None) => status != 0,
@@ -462,18 +454,8 @@ fn record_one(o: &RecordOpts, announce: bool, notice: bool) -> Result<Run> {
     let Some(prog) = o.cmd.first() else {
         bail!("no program given: reprise record -- PROGRAM [ARGS...]")
     };
-    let exe = match resolve_exe(prog) {
-        Ok(exe) => exe,
-        Err((status, why)) => {
-            // As a shell would: nothing was run, no trace is saved.
-            eprintln!("reprise: {why}");
-            return Ok(Run {
-                status,
-                trace: None,
-                output: String::new(),
-            });
-        }
-    };
+    // As a shell would: nothing is run, no trace is saved, the status says why.
+    let exe = resolve_exe(prog)?;
     let mode = pick_mode(o, &exe, notice)?;
     let sync = mode == crate::options::Mode::Sync;
     let preload = if sync {

@@ -286,10 +286,8 @@ impl Recording {
     /// Build the replay config memfd contents for this recording.
     pub fn replay_config(&self, checkpoint: u64, jitter: u64, flags: u64) -> Vec<u8> {
         let nthreads = self.nthreads();
-        let hdr_len = std::mem::size_of::<ConfigHeader>().next_multiple_of(8);
-        let sidx_off = hdr_len;
-        let tidx_off = sidx_off + STRIPES * std::mem::size_of::<StripeIndex>();
-        let data_off = tidx_off + nthreads as usize * std::mem::size_of::<ThreadIndex>();
+        let layout = ConfigLayout::new(nthreads);
+        let data_off = layout.data_off;
         let mut data: Vec<u8> = Vec::new();
         let mut sidx = vec![StripeIndex::default(); STRIPES];
         for (s, v) in &self.vectors {
@@ -315,15 +313,15 @@ impl Recording {
             flags,
             stripes: STRIPES as u32,
             nthreads,
-            stripe_index_off: sidx_off as u64,
-            thread_index_off: tidx_off as u64,
+            stripe_index_off: layout.stripe_index_off as u64,
+            thread_index_off: layout.thread_index_off as u64,
             end: self.end.as_ref().map(|e| e.0).unwrap_or_default(),
             model_off: model_off as u64,
             model_len: self.model_log.len() as u64,
         };
         let mut out = Vec::with_capacity(data_off + data.len());
         put(&mut out, &hdr);
-        out.resize(hdr_len, 0);
+        out.resize(layout.stripe_index_off, 0);
         for s in &sidx {
             put(&mut out, s);
         }

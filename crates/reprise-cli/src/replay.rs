@@ -1,6 +1,7 @@
 //! `reprise replay`: run the program again under the recorded schedule, reproduce its output,
 //! and verify.
 
+use crate::exit::Failure;
 use crate::launch::{self, Launch, Sink};
 use crate::outcheck::{OutputCheck, RecordedOutput};
 use crate::recording::Recording;
@@ -26,18 +27,9 @@ pub struct ReplayOpts {
     pub gdb: Option<Vec<std::ffi::OsString>>,
 }
 
-/// Failure that ends a replay with status 125.
-#[derive(Debug)]
-pub struct Fail(pub String);
-impl std::fmt::Display for Fail {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for Fail {}
-
+/// A replay failure ([`Failure::Replay`]: status 125) saying `msg`.
 fn fail<T>(msg: impl Into<String>) -> Result<T> {
-    Err(Fail(msg.into()).into())
+    Err(Failure::Replay(msg.into()).into())
 }
 
 /// What a replay produced: its re-recorded events, and its output compared with the recorded
@@ -68,7 +60,7 @@ impl<'a> ReplaySink<'a> {
 
     /// How the output compared; Err(Fail) when a recorded chunk is damaged.
     fn outputs(&self, path: &std::path::Path) -> Result<Outputs> {
-        let damaged = |e: &reprise_trace::TraceError| Fail(format!("{}: {e}", path.display()));
+        let damaged = |e: &reprise_trace::TraceError| Failure::Replay(format!("{}: {e}", path.display()));
         Ok(Outputs {
             stdout: self.out.verdict().map_err(damaged)?,
             stderr: self.err.verdict().map_err(damaged)?,
@@ -82,7 +74,7 @@ impl Sink for ReplaySink<'_> {
         let used = self
             .rec
             .feed(&self.pending)
-            .map_err(|e| Fail(format!("the replay's event stream is corrupt: {e}")))?;
+            .map_err(|e| Failure::Replay(format!("the replay's event stream is corrupt: {e}")))?;
         self.pending.drain(..used);
         Ok(())
     }
@@ -136,7 +128,7 @@ impl Loaded {
 /// trace whose recorder was killed (no footer, the last frame perhaps torn) loads as far as
 /// its intact frames go.
 pub fn load(path: &std::path::Path) -> Result<Loaded> {
-    let damaged = |e: reprise_trace::TraceError| Fail(format!("{}: {e}", path.display()));
+    let damaged = |e: reprise_trace::TraceError| Failure::Replay(format!("{}: {e}", path.display()));
     let reader = TraceReader::open(path).map_err(damaged)?;
     let (header, chunks, footer) = reader.read_salvaged_raw().map_err(damaged)?;
     let interrupted = footer.is_none();
@@ -162,11 +154,11 @@ pub fn load(path: &std::path::Path) -> Result<Loaded> {
         // inside a runtime frame, whose beginning is all there is.
         let mut rec = Recording::default();
         rec.feed(&ev)
-            .map_err(|e| Fail(format!("{}: events are corrupt: {e}", path.display())))?;
+            .map_err(|e| Failure::Replay(format!("{}: events are corrupt: {e}", path.display())))?;
         rec
     } else {
         Recording::from_bytes(&ev)
-            .map_err(|e| Fail(format!("{}: events are corrupt: {e}", path.display())))?
+            .map_err(|e| Failure::Replay(format!("{}: events are corrupt: {e}", path.display())))?
     };
     let footer = footer.unwrap_or(reprise_trace::Footer {
         exit: match rec.end {
@@ -231,7 +223,7 @@ pub fn signal_name(s: i32) -> String {
     n.to_string()
 }
 
-/// Whether this reprise can replay a trace with `header` and recording `rec`: Err(Fail) says
+/// Whether this reprise can replay a trace with `header` and recording `rec`: Err(Failure::Replay) says
 /// why not; else the strategy's config flag.
 fn replayable(header: &reprise_trace::Header, rec: &Recording) -> Result<u64> {
     if rec.frames == 0 {
@@ -261,7 +253,7 @@ fn replayable(header: &reprise_trace::Header, rec: &Recording) -> Result<u64> {
     Ok(strategy_flag)
 }
 
-/// The recorded program, as it will run, is the one recorded (same content hash); Err(Fail)
+/// The recorded program, as it will run, is the one recorded (same content hash); Err(Failure::Replay)
 /// says what changed.
 fn check_exe(header: &reprise_trace::Header) -> Result<()> {
     // The program runs in the recorded directory (a relative path is relative to it): hash
@@ -272,7 +264,7 @@ fn check_exe(header: &reprise_trace::Header) -> Result<()> {
         .filter(|c| *c != std::path::Component::CurDir)
         .collect();
     let hash = crate::hashcache::file_hash(&exe)
-        .map_err(|e| Fail(format!("the recorded program is missing: {e}")))?;
+        .map_err(|e| Failure::Replay(format!("the recorded program is missing: {e}")))?;
     if hash != header.exe_hash {
         return fail(format!("{} changed since the recording (content hash {} now, {} recorded): rebuild it as it was or record again", exe.display(), hash, header.exe_hash));
     }
@@ -282,7 +274,7 @@ fn check_exe(header: &reprise_trace::Header) -> Result<()> {
 /// Sync mode: the runtime's shared object to preload (a warning when it is not the build the
 /// recording used).
 fn runtime_for(header: &reprise_trace::Header) -> Result<PathBuf> {
-    let so = crate::syncmode::runtime_shared().map_err(|e| Fail(format!("{e:#}")))?;
+    let so = crate::syncmode::runtime_shared().map_err(|e| Failure::Replay(format!("{e:#}")))?;
     let recorded = header.extra.get("runtime_so_hash").map(String::as_str);
     if recorded.is_some_and(|h| {
         !h.is_empty() && crate::hashcache::file_hash(&so).ok().as_deref() != Some(h)
@@ -342,7 +334,7 @@ fn say_verified(
     if let Some(report) = &footer.deadlock {
         // Every thread reached its recorded last event, blocked as it was: the same deadlock.
         crate::record::say_lines("the replay reached the recorded ", report);
-        return crate::record::DEADLOCK_STATUS;
+        return crate::exit::DEADLOCK_STATUS;
     }
     footer.exit.shell_status()
 }
@@ -392,7 +384,7 @@ fn judge<'a>(
     Ok((sink, None))
 }
 
-/// A replay that diverged (`msg`, in each of `attempts`): Err(Fail) saying so, and in sync
+/// A replay that diverged (`msg`, in each of `attempts`): Err(Failure::Replay) saying so, and in sync
 /// mode that the program probably has a data race.
 fn say_diverged(msg: &str, attempts: u32, sync: bool) -> Result<i32> {
     let tries = if attempts > 1 {
@@ -472,8 +464,8 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
     }
     let strategy_flag = replayable(&header, &rec)?;
     check_exe(&header)?;
-    crate::libs::check(&header).map_err(Fail)?;
-    crate::libs::check_dlopened(&footer, &rec.dlopened).map_err(Fail)?;
+    crate::libs::check(&header).map_err(Failure::Replay)?;
+    crate::libs::check_dlopened(&footer, &rec.dlopened).map_err(Failure::Replay)?;
     // Files whose reads are re-executed (and hash-checked) must be there, unchanged.
     if let Some(why) = rec.files.iter().find_map(|f| f.changed()) {
         return fail(why);

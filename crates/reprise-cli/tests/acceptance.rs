@@ -27,38 +27,7 @@ macro_rules! acceptance_tests {
     )*};
 }
 
-acceptance_tests!(
-    counter_race,
-    check_then_act,
-    order_violation,
-    dcl,
-    bank,
-    prodcons,
-    stencil,
-    lockfree_stack,
-    addresses,
-    cxx_threads
-);
-
-// The long tail (issue 6) and inputs/outputs (issue 5).
-acceptance_tests!(
-    spin_plain,
-    spin_yield,
-    trylock_loop,
-    timedwait,
-    detached_exit,
-    errno_after,
-    struct_copy_race,
-    local_static,
-    cv_wait_for,
-    stdio_threads,
-    tls_dtor,
-    threads_rand,
-    timestamps,
-    echo_server,
-    sigalrm,
-    rdtsc
-);
+acceptance_programs!(acceptance_tests);
 
 /// The addresses program prints heap, stack, TLS addresses and pthread_self: they must be the
 /// same in every recording (not only between a recording and its replay).

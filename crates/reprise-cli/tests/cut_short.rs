@@ -8,7 +8,6 @@ use common::*;
 use reprise_proto::{decode_frames, encode_frame, Frame, Record};
 use reprise_trace::{ChunkKind, TraceReader, TraceWriter};
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 fn killed() -> Program {
@@ -132,20 +131,8 @@ fn program_killed_from_outside_replays_to_the_cut() {
     let w = Work::new();
     let bin = w.build(&p, "gcc");
     let t = w.path("outside.trace");
-    let mut c = w.cmd();
-    c.arg("record")
-        .arg("-o")
-        .arg(&t)
-        .arg("--")
-        .arg(format!("./{bin}"));
-    let child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     // The recorded program is the recorder's child: kill it (and only it) after 400 ms.
-    let pid = child.id();
-    let prog = program_child(pid, &bin);
+    let (child, prog) = w.start_recording(&t, &[], &bin);
     std::thread::sleep(Duration::from_millis(400));
     // SAFETY: sending SIGKILL to the program this test started (through the recorder).
     unsafe { libc::kill(prog, libc::SIGKILL) };
@@ -236,18 +223,7 @@ fn killed_recorder_replays_to_the_cut() {
     let w = Work::new();
     let bin = w.build(&p, "gcc");
     let t = w.path("recorder-killed.trace");
-    let mut c = w.cmd();
-    c.arg("record")
-        .arg("-o")
-        .arg(&t)
-        .arg("--")
-        .arg(format!("./{bin}"));
-    let mut child = c
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (mut child, prog) = w.start_recording(&t, &[], &bin);
     let mut so = child.stdout.take().unwrap();
     let mut se = child.stderr.take().unwrap();
     let t1 = std::thread::spawn(move || {
@@ -261,7 +237,6 @@ fn killed_recorder_replays_to_the_cut() {
         v
     });
     let pid = child.id() as i32;
-    let prog = program_child(pid as u32, &bin);
     // The recorder writes what it has every 250 ms: let it write a few times.
     std::thread::sleep(Duration::from_millis(1200));
     // SAFETY: sending SIGKILL to the recorder this test started.

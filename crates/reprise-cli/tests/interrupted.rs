@@ -18,12 +18,7 @@ const RECORDINGS: usize = 20;
 fn start_interrupted(w: &Work, bin: &str, trace: &Path) -> (std::process::Child, i32, Vec<u8>) {
     use std::io::Read;
     use std::os::unix::process::CommandExt;
-    let mut c = w.cmd();
-    c.arg("record")
-        .arg("-o")
-        .arg(trace)
-        .arg("--")
-        .arg(format!("./{bin}"));
+    let mut c = w.record_cmd(trace, &[], bin);
     c.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

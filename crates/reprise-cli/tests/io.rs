@@ -16,12 +16,7 @@ fn stdin_is_recorded_and_replayed_without_it() {
     let input: String = (0..20000).map(|i| format!("{i}\n")).collect();
     for i in 0..5 {
         let t = w.path(&format!("stdin-{i}.trace"));
-        let mut c = w.cmd();
-        c.arg("record")
-            .arg("-o")
-            .arg(&t)
-            .arg("--")
-            .arg(format!("./{bin}"));
+        let mut c = w.record_cmd(&t, &[], &bin);
         c.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -54,13 +54,8 @@ fn race_free(name: &str) {
     let bin = build_plain(&w, &p);
     for i in 0..RECORDINGS {
         let trace = w.path(&format!("{name}-{i}.trace"));
-        let mut c = w.cmd();
-        c.arg("record")
-            .arg("-o")
-            .arg(&trace)
-            .arg("--")
-            .arg(format!("./{bin}"))
-            .args(&p.args);
+        let mut c = w.record_cmd(&trace, &[], &bin);
+        c.args(&p.args);
         let o = run_limited(c, Duration::from_secs(120));
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(

@@ -148,13 +148,8 @@ fn ranged_access_digests_all_its_bytes() {
     std::fs::write(w.path("input.bin"), &input).unwrap();
     for strategy in ["ownership", "leap"] {
         let t = w.path(&format!("copy-{strategy}.trace"));
-        let mut c = w.cmd();
-        c.arg("record")
-            .arg("-o")
-            .arg(&t)
-            .args(["--strategy", strategy, "--"])
-            .arg(format!("./{bin}"))
-            .stdin(std::fs::File::open(w.path("input.bin")).unwrap());
+        let mut c = w.record_cmd(&t, &["--strategy", strategy], &bin);
+        c.stdin(std::fs::File::open(w.path("input.bin")).unwrap());
         // (run_limited would give the program no stdin; this one reads a file and ends.)
         let o = c.output().unwrap();
         let r = recorded(t, &o);
@@ -191,7 +186,6 @@ fn ranged_access_digests_all_its_bytes() {
 /// `addr` as its id + 1) has a final checkpoint at its final count; the replay is verified
 /// (exit 143) and rejects a changed final digest of a thread the signal did not land on.
 fn outside_signal_final_checkpoints(strategy: &str) {
-    use std::process::Stdio;
     use std::time::{Duration, Instant};
     let p = Program {
         name: "killed".into(),
@@ -208,21 +202,7 @@ fn outside_signal_final_checkpoints(strategy: &str) {
     let mut outside = 0;
     for k in 0..3 {
         let t = w.path(&format!("term{k}.trace"));
-        let mut c = w.cmd();
-        c.arg("record")
-            .args(["--strategy", strategy])
-            .arg("-o")
-            .arg(&t)
-            .arg("--")
-            .arg(format!("./{bin}"));
-        let child = c
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let prog = program_child(pid, &bin);
+        let (child, prog) = w.start_recording(&t, &["--strategy", strategy], &bin);
         std::thread::sleep(Duration::from_millis(400));
         // SAFETY: signalling the program this test started (through the recorder).
         unsafe { libc::kill(prog, libc::SIGTERM) };

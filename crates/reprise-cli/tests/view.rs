@@ -160,12 +160,8 @@ fn leap_timeline_shows_stripe_handovers_and_a_crash() {
     let p = program("crash_sometimes");
     let bin = w.build(&p, "gcc");
     let t = w.path("crash.trace");
-    let mut c = w.cmd();
-    c.arg("record")
-        .arg("-o")
-        .arg(&t)
-        .args(["--chaos", "--until-fail", "200", "--"]);
-    c.arg(format!("./{bin}")).args(&p.args);
+    let mut c = w.record_cmd(&t, &["--chaos", "--until-fail", "200"], &bin);
+    c.args(&p.args);
     let o = run_limited(c, Duration::from_secs(600));
     assert_ne!(
         shell_status(&o),
@@ -207,13 +203,7 @@ fn deadlock_timeline_shows_each_wait_with_its_source_line() {
     let w = Work::new();
     let bin = w.build(&p, "gcc");
     let t = w.path("deadlock.trace");
-    let mut c = w.cmd();
-    c.arg("record")
-        .arg("-o")
-        .arg(&t)
-        .arg("--")
-        .arg(format!("./{bin}"));
-    let o = run_limited(c, Duration::from_secs(120));
+    let o = run_limited(w.record_cmd(&t, &[], &bin), Duration::from_secs(120));
     assert_eq!(
         shell_status(&o),
         124,

@@ -3,46 +3,31 @@
 //!
 //! `cargo run -p reprise-core --release --example plus_smallest`
 
+mod shared;
+
 use reprise_core::aggreplay_plus::{AggrePlayPlus, Relation};
-use reprise_core::sim::{generate, run_case, GenConfig, Rng, Substrate};
+use reprise_core::sim::Substrate;
 use reprise_core::tplay::{plus::Added, TplayPlus};
 use reprise_core::Strategy;
+use shared::smallest_failure;
 
+/// Print the smallest failure of `s` (named `label`) on `sub`: a replay that is not exact or
+/// that took the locks in another order; the shortest replay schedule among equal programs.
 fn search<S: Strategy>(s: &S, label: &str, sub: Substrate) {
-    let mut best: Option<(usize, String)> = None;
-    for segs in 1..=4 {
-        for threads in 2..=3 {
-            let cfg = GenConfig {
-                max_threads: threads,
-                locs: 2,
-                locks: 1,
-                max_segments: segs,
-                rmw_pct: 10,
-                lock_pct: 20,
-            };
-            for i in 0..20_000u64 {
-                let mut rng = Rng(i.wrapping_mul(0x9E37) ^ (segs * 1000 + threads));
-                let prog = generate(&mut rng, &cfg);
-                let (rs, ps) = (rng.next_u64(), rng.next_u64());
-                let (rec, obs, v) = run_case(s, &prog, rs, ps, sub);
-                if v.exact() && v.lock_order {
-                    continue;
-                }
-                let n = prog.len() * 1000 + obs.schedule.len();
-                if best.as_ref().is_none_or(|(b, _)| n < *b) {
-                    best = Some((
-                        n,
-                        format!(
-                            "{label} {sub:?}: {} ops\n program {:?}\n rec {rs} rep {ps}\n record schedule {:?}\n replay schedule {:?}\n verdict {:?}",
-                            prog.len(), prog.threads, rec.obs.schedule, obs.schedule, v
-                        ),
-                    ));
-                }
-            }
-        }
-    }
+    let best = smallest_failure(
+        s,
+        sub,
+        |c| !(c.v.exact() && c.v.lock_order),
+        |c| c.prog.len() * 1000 + c.obs.schedule.len(),
+        |c| {
+            format!(
+                "{label} {sub:?}: {} ops\n program {:?}\n rec {} rep {}\n record schedule {:?}\n replay schedule {:?}\n verdict {:?}",
+                c.prog.len(), c.prog.threads, c.rec_seed, c.rep_seed, c.rec.obs.schedule, c.obs.schedule, c.v
+            )
+        },
+    );
     match best {
-        Some((_, b)) => println!("{b}\n"),
+        Some(b) => println!("{b}\n"),
         None => println!("{label} {sub:?}: no failure\n"),
     }
 }

@@ -3,50 +3,33 @@
 //!
 //! `cargo run -p reprise-core --release --example smallest`
 
+mod shared;
+
 use reprise_core::aggreplay::AggrePlay;
-use reprise_core::sim::{generate, run_case, GenConfig, Rng, Substrate};
+use reprise_core::sim::Substrate;
 use reprise_core::tplay::Tplay;
 use reprise_core::Strategy;
+use shared::smallest_failure;
 
-fn search<S: Strategy>(s: &S, sub: Substrate, want_deadlock: Option<bool>) {
-    let mut best: Option<(usize, String)> = None;
-    for segs in 1..=4 {
-        for threads in 2..=3 {
-            let cfg = GenConfig {
-                max_threads: threads,
-                locs: 2,
-                locks: 1,
-                max_segments: segs,
-                rmw_pct: 10,
-                lock_pct: 20,
-            };
-            for i in 0..20_000u64 {
-                let mut rng = Rng(i.wrapping_mul(0x9E37) ^ (segs * 1000 + threads));
-                let prog = generate(&mut rng, &cfg);
-                let (rs, ps) = (rng.next_u64(), rng.next_u64());
-                let (rec, obs, v) = run_case(s, &prog, rs, ps, sub);
-                if v.exact() {
-                    continue;
-                }
-                if let Some(d) = want_deadlock {
-                    if d == v.completed {
-                        continue;
-                    }
-                }
-                let n = prog.len();
-                if best.as_ref().is_none_or(|(b, _)| n < *b) {
-                    best = Some((
-                        n,
-                        format!(
-                            "{} {:?}: {} ops\n program {:?}\n record schedule {:?}\n replay schedule {:?}\n verdict {:?}\n log {:?}\n recorded {:?}\n replayed {:?}",
-                            s.name(), sub, n, prog.threads, rec.obs.schedule, obs.schedule, v, rec.log, rec.obs.locs, obs.locs
-                        ),
-                    ));
-                }
-            }
-        }
-    }
-    if let Some((_, b)) = best {
+/// Print the smallest failure of `s` on `sub`: a deadlocked replay (`want_deadlock`
+/// Some(true)), a completed one (Some(false)), or either (None).
+fn search<S: Strategy>(s: &S, sub: Substrate, want_deadlock: Option<bool>)
+where
+    S::Log: std::fmt::Debug,
+{
+    let best = smallest_failure(
+        s,
+        sub,
+        |c| !c.v.exact() && want_deadlock.is_none_or(|d| d != c.v.completed),
+        |c| c.prog.len(),
+        |c| {
+            format!(
+                "{} {:?}: {} ops\n program {:?}\n record schedule {:?}\n replay schedule {:?}\n verdict {:?}\n log {:?}\n recorded {:?}\n replayed {:?}",
+                s.name(), sub, c.prog.len(), c.prog.threads, c.rec.obs.schedule, c.obs.schedule, c.v, c.rec.log, c.rec.obs.locs, c.obs.locs
+            )
+        },
+    );
+    if let Some(b) = best {
         println!("{b}\n");
     }
 }

@@ -65,25 +65,7 @@ pub fn check_config(b: &[u8]) -> Result<(), &'static str> {
     for t in 0..nthreads as usize {
         let at = tidx as usize + t * size_of::<ThreadIndex>();
         let f = |o: usize| field(at + o);
-        let lists = [
-            (
-                offset_of!(ThreadIndex, results_off),
-                offset_of!(ThreadIndex, results_len),
-            ),
-            (
-                offset_of!(ThreadIndex, digests_off),
-                offset_of!(ThreadIndex, digests_len),
-            ),
-            (
-                offset_of!(ThreadIndex, signals_off),
-                offset_of!(ThreadIndex, signals_len),
-            ),
-            (
-                offset_of!(ThreadIndex, edges_off),
-                offset_of!(ThreadIndex, edges_len),
-            ),
-        ];
-        for (o, l) in lists {
+        for (o, l) in THREAD_PAIR_LISTS {
             if !within(b.len(), f(o)?, f(l)?, size_of::<Pair>()) {
                 return Err("thread records out of bounds");
             }

@@ -3,6 +3,7 @@
 
 #[allow(unused_imports)] // doc links
 use crate::{CONFIG_MAGIC, PROTO_VERSION, R_EDGE, STRIPES};
+use core::mem::{offset_of, size_of};
 
 /// Mode the runtime runs in.
 #[repr(u32)]
@@ -140,6 +141,53 @@ pub struct ThreadIndex {
     pub edges_off: u64,
     /// Number of edges.
     pub edges_len: u64,
+}
+
+/// The [`ThreadIndex`] lists of [`Pair`] records, as the byte offsets of their (offset, count)
+/// fields: results, digests, signals, edges. (The input data, `data_off`/`data_len`, is bytes.)
+pub const THREAD_PAIR_LISTS: [(usize, usize); 4] = [
+    (
+        offset_of!(ThreadIndex, results_off),
+        offset_of!(ThreadIndex, results_len),
+    ),
+    (
+        offset_of!(ThreadIndex, digests_off),
+        offset_of!(ThreadIndex, digests_len),
+    ),
+    (
+        offset_of!(ThreadIndex, signals_off),
+        offset_of!(ThreadIndex, signals_len),
+    ),
+    (
+        offset_of!(ThreadIndex, edges_off),
+        offset_of!(ThreadIndex, edges_len),
+    ),
+];
+
+/// Where a replay config's parts start, for `nthreads` threads: the [`ConfigHeader`] (padded
+/// to 8 bytes), the [`StripeIndex`] of every stripe, the [`ThreadIndex`] of every thread, then
+/// the data the indexes point into.
+#[derive(Debug, Clone, Copy)]
+pub struct ConfigLayout {
+    /// Offset of `[StripeIndex; STRIPES]`.
+    pub stripe_index_off: usize,
+    /// Offset of `[ThreadIndex; nthreads]`.
+    pub thread_index_off: usize,
+    /// Offset of the data (vectors, per-thread records, the model log).
+    pub data_off: usize,
+}
+
+impl ConfigLayout {
+    /// The layout of a config for `nthreads` threads.
+    pub const fn new(nthreads: u32) -> ConfigLayout {
+        let stripe_index_off = size_of::<ConfigHeader>().next_multiple_of(8);
+        let thread_index_off = stripe_index_off + STRIPES * size_of::<StripeIndex>();
+        ConfigLayout {
+            stripe_index_off,
+            thread_index_off,
+            data_off: thread_index_off + nthreads as usize * size_of::<ThreadIndex>(),
+        }
+    }
 }
 
 /// Bits of an edge's source event count ([`R_EDGE`] packs `source tid << 48 | source events`).

@@ -22,10 +22,11 @@ fn get32(b: &[u8], off: usize) -> u32 {
 
 /// A valid replay config: header, every stripe index empty, `n` threads with one digest each.
 fn valid_config(n: u32) -> Vec<u8> {
-    let hdr = size_of::<ConfigHeader>().next_multiple_of(8);
-    let sidx = hdr;
-    let tidx = sidx + STRIPES * size_of::<StripeIndex>();
-    let data = tidx + n as usize * size_of::<ThreadIndex>();
+    let ConfigLayout {
+        stripe_index_off: sidx,
+        thread_index_off: tidx,
+        data_off: data,
+    } = ConfigLayout::new(n);
     let mut b = vec![0u8; data + n as usize * size_of::<Pair>()];
     put64(&mut b, offset_of!(ConfigHeader, magic), CONFIG_MAGIC);
     put32(&mut b, offset_of!(ConfigHeader, version), PROTO_VERSION);
@@ -83,24 +84,7 @@ fn all_in_bounds(b: &[u8]) -> bool {
     let pair = size_of::<Pair>() as u128;
     for t in 0..n as usize {
         let at = tidx as usize + t * size_of::<ThreadIndex>();
-        for (o, l) in [
-            (
-                offset_of!(ThreadIndex, results_off),
-                offset_of!(ThreadIndex, results_len),
-            ),
-            (
-                offset_of!(ThreadIndex, digests_off),
-                offset_of!(ThreadIndex, digests_len),
-            ),
-            (
-                offset_of!(ThreadIndex, signals_off),
-                offset_of!(ThreadIndex, signals_len),
-            ),
-            (
-                offset_of!(ThreadIndex, edges_off),
-                offset_of!(ThreadIndex, edges_len),
-            ),
-        ] {
+        for (o, l) in THREAD_PAIR_LISTS {
             if get64(b, at + o) as u128 + get64(b, at + l) as u128 * pair > len {
                 return false;
             }
@@ -133,9 +117,7 @@ proptest! {
         let mut b = valid_config(n);
         prop_assert!(check_config(&b).is_ok());
         // Overwrite 8-byte words of the header and indexes (where offsets live).
-        let tidx_end = size_of::<ConfigHeader>().next_multiple_of(8)
-            + STRIPES * size_of::<StripeIndex>()
-            + n as usize * size_of::<ThreadIndex>();
+        let tidx_end = ConfigLayout::new(n).data_off;
         for (at, v) in edits {
             let at = (at % tidx_end) & !7;
             if at + 8 <= b.len() {
@@ -172,4 +154,27 @@ fn the_valid_config_is_accepted_and_a_wrapping_offset_is_not() {
         u64::MAX - 4,
     );
     assert!(check_config(&b).is_err());
+}
+
+/// [`THREAD_PAIR_LISTS`], which `check_config` and [`all_in_bounds`] both walk, names every
+/// (offset, count) field of [`ThreadIndex`]: the rest is the input data's pair and the final
+/// event count, so a list added to the index and not to the table fails here.
+#[test]
+fn the_pair_lists_cover_the_thread_index() {
+    let listed = THREAD_PAIR_LISTS.len() * 2 * size_of::<u64>();
+    let data = 2 * size_of::<u64>();
+    let final_events = size_of::<u64>();
+    assert_eq!(listed + data + final_events, size_of::<ThreadIndex>());
+    let mut fields: Vec<usize> = THREAD_PAIR_LISTS
+        .iter()
+        .flat_map(|&(o, l)| [o, l])
+        .collect();
+    fields.extend([
+        offset_of!(ThreadIndex, data_off),
+        offset_of!(ThreadIndex, data_len),
+        offset_of!(ThreadIndex, final_events),
+    ]);
+    fields.sort_unstable();
+    fields.dedup();
+    assert_eq!(fields.len() * size_of::<u64>(), size_of::<ThreadIndex>());
 }

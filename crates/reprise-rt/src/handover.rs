@@ -30,6 +30,7 @@ use crate::sys;
 use core::ffi::c_int;
 use core::sync::atomic::{compiler_fence, Ordering};
 use reprise_proto::MAX_THREADS;
+use rustix::thread::MembarrierCommand;
 
 /// The handover signal: a real-time signal (queued, never merged) programs rarely use.
 pub const SIG: c_int = 62;
@@ -62,19 +63,8 @@ pub fn pend_done(t: &Shared) {
 pub fn install() {
     // The steal's process-wide barrier (below) needs this registration once; without it (old
     // kernels) requesters wait for answers and signals as before.
-    // SAFETY: membarrier with constant arguments touches no memory of ours.
-    let r = unsafe {
-        sys::syscall6(
-            libc::SYS_membarrier,
-            MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
-            0,
-            0,
-            0,
-            0,
-            0,
-        )
-    };
-    MEMBARRIER.store(r == 0, Ordering::Release);
+    let r = rustix::thread::membarrier(MembarrierCommand::RegisterPrivateExpedited);
+    MEMBARRIER.store(r.is_ok(), Ordering::Release);
     // SAFETY: a zeroed sigaction with our handler, restarting interrupted calls, is valid.
     unsafe {
         let mut sa: libc::sigaction = core::mem::zeroed();
@@ -88,8 +78,6 @@ pub fn install() {
 
 static INSTALLED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 static MEMBARRIER: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
-const MEMBARRIER_CMD_PRIVATE_EXPEDITED: u64 = 1 << 3;
-const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: u64 = 1 << 4;
 
 /// Nanoseconds a requester waits for an answer before it tries [`steal`]: an owner running
 /// instrumented code answers well within this; one that is not running (preempted on an
@@ -145,19 +133,7 @@ pub fn barrier() -> bool {
     if !MEMBARRIER.load(Ordering::Relaxed) {
         return false;
     }
-    // SAFETY: membarrier with constant arguments touches no memory of ours.
-    let r = unsafe {
-        sys::syscall6(
-            libc::SYS_membarrier,
-            MEMBARRIER_CMD_PRIVATE_EXPEDITED,
-            0,
-            0,
-            0,
-            0,
-            0,
-        )
-    };
-    r == 0
+    rustix::thread::membarrier(MembarrierCommand::PrivateExpedited).is_ok()
 }
 
 /// Whether this run uses the handover signal.
@@ -193,7 +169,7 @@ pub fn ask(t: &mut Thread, x: u32, idx: u32) -> u64 {
     unsafe {
         sys::syscall6(
             libc::SYS_tgkill,
-            sys::syscall6(libc::SYS_getpid, 0, 0, 0, 0, 0, 0) as u64,
+            sys::getpid() as u64,
             ktid as u64,
             SIG as u64,
             0,

@@ -508,7 +508,7 @@ mod large {
         let _e = ordered();
         locked(|r| {
             // SAFETY: unmapping the block being freed, which the program gives up.
-            unsafe { crate::sys::syscall6(libc::SYS_munmap, b as u64, len, 0, 0, 0, 0) };
+            unsafe { crate::sys::munmap(b as u64, len) };
             r.give(b as u64, len);
         });
     }

@@ -58,33 +58,11 @@ fn after_init_inner() {
     crate::dl::at_start();
     // The runtime's descriptors are not for programs this one starts.
     for fd in [FD_CONFIG, FD_CHANNEL, FD_STATUS, FD_LOG] {
-        // SAFETY: fcntl on the runtime's own descriptors.
-        unsafe {
-            sys::syscall6(
-                libc::SYS_fcntl,
-                fd as u64,
-                libc::F_SETFD as u64,
-                libc::FD_CLOEXEC as u64,
-                0,
-                0,
-                0,
-            )
-        };
+        sys::set_cloexec(fd);
     }
     // rdtsc/rdtscp trap (SIGSEGV) so their values are recorded and replayed; inherited by
     // every thread created afterwards.
-    // SAFETY: prctl with constant arguments.
-    unsafe {
-        sys::syscall6(
-            libc::SYS_prctl,
-            libc::PR_SET_TSC as u64,
-            libc::PR_TSC_SIGSEGV as u64,
-            0,
-            0,
-            0,
-            0,
-        )
-    };
+    sys::tsc_trap(true);
     let t = state::cur();
     if !t.is_null() {
         // SAFETY: the main thread's own slot.
@@ -415,7 +393,7 @@ pub fn die_of(sig: i32) -> ! {
         );
         sys::syscall6(
             libc::SYS_tgkill,
-            sys::syscall6(libc::SYS_getpid, 0, 0, 0, 0, 0, 0) as u64,
+            sys::getpid() as u64,
             sys::gettid() as u64,
             sig as u64,
             0,

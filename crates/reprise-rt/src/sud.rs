@@ -71,11 +71,14 @@ pub fn enable(t: &mut Thread) {
         return;
     }
     t.sh().sud.store(ALLOW, Ordering::Relaxed);
-    // SAFETY: the selector lives in the thread's slot, mapped for the whole process lifetime.
     // The allowed region: the signal trampoline's `mov $15, %rax; syscall` (the kernel
-    // compares the address after the `syscall` instruction).
+    // compares the address after the `syscall` instruction), or none (offset 0).
+    // A raw call, not `rustix::thread::enable_syscall_user_dispatch`: that takes the region as
+    // a slice, which cannot say "none": an empty slice's address is 1, and the kernel refuses
+    // a non-zero offset with length 0 (EINVAL), which would leave the thread untrapped.
     let tramp = RESTORER.load(Ordering::Relaxed);
     let len = if tramp != 0 { 16 } else { 0 };
+    // SAFETY: the selector lives in the thread's slot, mapped for the whole process lifetime.
     let r = unsafe {
         sys::syscall6(
             libc::SYS_prctl,

@@ -1,12 +1,24 @@
-//! Raw system calls made by the runtime itself.
+//! System calls made by the runtime itself.
 //!
 //! The runtime never calls libc for its own system calls: the program may interpose the same
-//! symbols (and we interpose some of them ourselves), and a later Syscall User Dispatch filter
-//! must be able to tell the runtime's calls from the program's. So every call here is an inline
-//! `syscall` instruction.
+//! symbols (and we interpose some of them ourselves), and libc's wrappers set `errno`, which
+//! is the program's. Every call here is an inline `syscall` instruction: rustix's `linux_raw`
+//! backend for the typed ones (no libc, no `errno`, no allocation: usable in signal handlers;
+//! its functions inline to the same instruction sequence), and [`syscall6`] for what rustix does
+//! not offer: a call by number (the program's calls that [`crate::capture`] performs for it),
+//! `tgkill` (rustix leaves it out on purpose), `rt_sigaction` read back with its restorer field
+//! and `rt_sigprocmask` (rustix has them only in its unstable `runtime` module), turning on
+//! Syscall User Dispatch (reason in [`crate::sud::enable`]), and the calls whose reasons are
+//! on [`now_ns`] and [`exit_group`]. Syscall User Dispatch
+//! tells the runtime's calls from the program's by the thread's selector ("allow" while in the
+//! runtime, [`crate::sud`]), not by the instruction's address, so both kinds pass.
 #![allow(unsafe_code)]
 
 use core::arch::asm;
+use rustix::fd::BorrowedFd;
+use rustix::mm::{MapFlags, MprotectFlags, ProtFlags};
+use rustix::thread::futex;
+use rustix::thread::Timespec;
 
 /// Perform system call `n` with up to six arguments; returns the raw kernel result
 /// (negative errno on failure).
@@ -28,190 +40,144 @@ pub unsafe fn syscall6(n: i64, a1: u64, a2: u64, a3: u64, a4: u64, a5: u64, a6: 
     ret
 }
 
+/// A descriptor number as rustix's borrowed descriptor.
+fn fd(n: i32) -> BorrowedFd<'static> {
+    // SAFETY: rustix only passes the number to the kernel, which checks it: a closed or
+    // foreign descriptor fails the call (EBADF) and borrows nothing.
+    unsafe { BorrowedFd::borrow_raw(n) }
+}
+
+/// rustix's error as the raw kernel result (negative errno).
+fn neg(e: rustix::io::Errno) -> i64 {
+    -(e.raw_os_error() as i64)
+}
+
 /// `futex(FUTEX_WAIT_PRIVATE)`: sleep while `*addr == val`.
 pub fn futex_wait(addr: &core::sync::atomic::AtomicU32, val: u32) {
-    futex_wait_until(addr, val, None)
+    let _ = futex::wait(addr, futex::Flags::PRIVATE, val, None);
 }
 
 /// [`futex_wait`] for at most `ns` nanoseconds.
 pub fn futex_wait_for(addr: &core::sync::atomic::AtomicU32, val: u32, ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as i64,
-        tv_nsec: (ns % 1_000_000_000) as i64,
-    };
-    futex_wait_until(addr, val, Some(&ts))
-}
-
-fn futex_wait_until(addr: &core::sync::atomic::AtomicU32, val: u32, ts: Option<&libc::timespec>) {
-    let ts = ts.map_or(0, |t| t as *const _ as u64);
-    // SAFETY: addr is a valid, aligned u32 for the duration of the call; ts is null or a valid
-    // relative timeout.
-    unsafe {
-        syscall6(
-            libc::SYS_futex,
-            addr.as_ptr() as u64,
-            128,
-            val as u64,
-            ts,
-            0,
-            0,
-        )
-    };
+    let _ = futex::wait(addr, futex::Flags::PRIVATE, val, Some(&timespec(ns)));
 }
 
 /// `futex(FUTEX_WAKE_PRIVATE)`: wake up to `n` waiters.
 pub fn futex_wake(addr: &core::sync::atomic::AtomicU32, n: i32) {
-    // SAFETY: addr is a valid, aligned u32; wake reads nothing else.
-    unsafe {
-        syscall6(
-            libc::SYS_futex,
-            addr.as_ptr() as u64,
-            129,
-            n as u64,
-            0,
-            0,
-            0,
-        )
-    };
+    let _ = futex::wake(addr, futex::Flags::PRIVATE, n as u32);
 }
 
-/// Map anonymous memory at exactly `addr` (fails rather than replacing a mapping).
-pub fn mmap_fixed(addr: u64, len: u64, prot: i32, fd: i32, shared: bool) -> Result<(), i64> {
-    let mut flags = libc::MAP_FIXED_NOREPLACE | libc::MAP_NORESERVE;
-    flags |= if shared {
-        libc::MAP_SHARED
-    } else {
-        libc::MAP_PRIVATE
-    };
-    if fd < 0 {
-        flags |= libc::MAP_ANONYMOUS;
+fn timespec(ns: u64) -> Timespec {
+    Timespec {
+        tv_sec: (ns / 1_000_000_000) as i64,
+        tv_nsec: (ns % 1_000_000_000) as i64,
     }
+}
+
+/// Map memory at exactly `addr` (fails rather than replacing a mapping): `fd` (< 0: anonymous),
+/// shared or private; Err holds the negative errno.
+pub fn mmap_fixed(addr: u64, len: u64, prot: i32, fd: i32, shared: bool) -> Result<(), i64> {
+    let mut flags = MapFlags::FIXED_NOREPLACE | MapFlags::NORESERVE;
+    flags |= if shared {
+        MapFlags::SHARED
+    } else {
+        MapFlags::PRIVATE
+    };
+    let prot = ProtFlags::from_bits_retain(prot as u32);
+    let at = addr as *mut core::ffi::c_void;
     // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping, so no memory the program
     // or runtime uses can be clobbered; the kernel validates the rest.
     let r = unsafe {
-        syscall6(
-            libc::SYS_mmap,
-            addr,
-            len,
-            prot as u64,
-            flags as u64,
-            fd as i64 as u64,
-            0,
-        )
+        if fd < 0 {
+            rustix::mm::mmap_anonymous(at, len as usize, prot, flags)
+        } else {
+            rustix::mm::mmap(at, len as usize, prot, flags, self::fd(fd), 0)
+        }
     };
-    if r < 0 {
-        Err(r)
-    } else if r as u64 != addr {
-        // Old kernels ignore NOREPLACE and may place it elsewhere: undo.
-        // SAFETY: r is the mapping we just made.
-        unsafe { syscall6(libc::SYS_munmap, r as u64, len, 0, 0, 0, 0) };
-        Err(-(libc::EEXIST as i64))
-    } else {
-        Ok(())
-    }
+    placed(r, addr, len)
 }
 
 /// Map anonymous read-write memory at exactly `addr`, accounted as glibc's own mappings are
 /// (no MAP_NORESERVE: the kernel's overcommit policy decides, as it would for glibc's malloc;
 /// pages are still committed lazily, on first touch).
 pub fn mmap_fixed_committed(addr: u64, len: u64) -> Result<(), i64> {
-    let flags = libc::MAP_FIXED_NOREPLACE | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
-    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    let flags = MapFlags::FIXED_NOREPLACE | MapFlags::PRIVATE;
+    let prot = ProtFlags::READ | ProtFlags::WRITE;
     // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
     let r = unsafe {
-        syscall6(
-            libc::SYS_mmap,
-            addr,
-            len,
-            prot as u64,
-            flags as u64,
-            u64::MAX,
-            0,
-        )
+        rustix::mm::mmap_anonymous(addr as *mut core::ffi::c_void, len as usize, prot, flags)
     };
-    if r < 0 {
-        Err(r)
-    } else if r as u64 != addr {
-        // SAFETY: r is the mapping we just made (old kernels ignore NOREPLACE).
-        unsafe { syscall6(libc::SYS_munmap, r as u64, len, 0, 0, 0, 0) };
-        Err(-(libc::EEXIST as i64))
-    } else {
-        Ok(())
+    placed(r, addr, len)
+}
+
+/// Ok when the mapping `r` is at `addr`; old kernels ignore NOREPLACE and may place it
+/// elsewhere: then it is undone.
+fn placed(r: rustix::io::Result<*mut core::ffi::c_void>, addr: u64, len: u64) -> Result<(), i64> {
+    match r {
+        Err(e) => Err(neg(e)),
+        Ok(p) if p as u64 == addr => Ok(()),
+        Ok(p) => {
+            // SAFETY: p is the mapping just made, which nothing uses yet.
+            let _ = unsafe { rustix::mm::munmap(p, len as usize) };
+            Err(-(libc::EEXIST as i64))
+        }
     }
 }
 
-/// `mprotect`.
+/// `munmap` of a mapping of the runtime's own.
+///
+/// # Safety
+/// Nothing uses `[addr, addr + len)` any more.
+pub unsafe fn munmap(addr: u64, len: u64) {
+    // SAFETY: the caller's contract.
+    let _ = unsafe { rustix::mm::munmap(addr as *mut core::ffi::c_void, len as usize) };
+}
+
+/// `mprotect` of the runtime's own mapping at `addr`; the raw result (negative errno).
 pub fn mprotect(addr: u64, len: u64, prot: i32) -> i64 {
+    let prot = MprotectFlags::from_bits_retain(prot as u32);
     // SAFETY: only changes protection of the runtime's own mapping named by the caller.
-    unsafe { syscall6(libc::SYS_mprotect, addr, len, prot as u64, 0, 0, 0) }
+    match unsafe { rustix::mm::mprotect(addr as *mut core::ffi::c_void, len as usize, prot) } {
+        Ok(()) => 0,
+        Err(e) => neg(e),
+    }
 }
 
 /// Write all of `buf` to `fd`, retrying on EINTR and partial writes. Returns false on error.
 pub fn write_all(fd: i32, mut buf: &[u8]) -> bool {
     while !buf.is_empty() {
-        // SAFETY: buf is a valid slice for its length.
-        let r = unsafe {
-            syscall6(
-                libc::SYS_write,
-                fd as u64,
-                buf.as_ptr() as u64,
-                buf.len() as u64,
-                0,
-                0,
-                0,
-            )
-        };
-        if r == -(libc::EINTR as i64) {
-            continue;
+        match rustix::io::write(self::fd(fd), buf) {
+            Err(rustix::io::Errno::INTR) => continue,
+            Ok(n) if n > 0 => buf = &buf[n..],
+            _ => return false,
         }
-        if r <= 0 {
-            return false;
-        }
-        buf = &buf[r as usize..];
     }
     true
 }
 
 /// `fstat` size of `fd`, or None when fd is not open.
 pub fn fd_size(fd: i32) -> Option<u64> {
-    // SAFETY: st is a properly sized out-buffer for fstat.
-    let mut st: libc::stat = unsafe { core::mem::zeroed() };
-    let r = unsafe {
-        syscall6(
-            libc::SYS_fstat,
-            fd as u64,
-            &mut st as *mut _ as u64,
-            0,
-            0,
-            0,
-            0,
-        )
-    };
-    if r < 0 {
-        None
-    } else {
-        Some(st.st_size as u64)
-    }
+    rustix::fs::fstat(self::fd(fd))
+        .ok()
+        .map(|st| st.st_size as u64)
 }
 
 /// `sched_yield`.
 pub fn yield_now() {
-    // SAFETY: no arguments.
-    unsafe { syscall6(libc::SYS_sched_yield, 0, 0, 0, 0, 0, 0) };
+    rustix::thread::sched_yield();
 }
 
 /// Sleep for `ns` nanoseconds (runtime-internal; replay never asks the clock for the program).
 pub fn sleep_ns(ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as i64,
-        tv_nsec: (ns % 1_000_000_000) as i64,
-    };
-    // SAFETY: ts is a valid timespec; no remainder pointer.
-    unsafe { syscall6(libc::SYS_nanosleep, &ts as *const _ as u64, 0, 0, 0, 0, 0) };
+    let _ = rustix::thread::nanosleep(&timespec(ns));
 }
 
 /// Monotonic time in nanoseconds (a raw system call: the program's clock calls are recorded,
 /// the runtime's own are not).
+///
+/// Not `rustix::time::clock_gettime`: rustix reads the clock through the vDSO, whose `rdtsc`
+/// faults in a process the runtime traps `rdtsc` in ([`crate::tsc`]: PR_SET_TSC), so every
+/// reading would take the SIGSEGV emulation path; the system call never executes `rdtsc`.
 pub fn now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -234,11 +200,33 @@ pub fn now_ns() -> u64 {
 
 /// Kernel thread id.
 pub fn gettid() -> u32 {
-    // SAFETY: no arguments.
-    unsafe { syscall6(libc::SYS_gettid, 0, 0, 0, 0, 0, 0) as u32 }
+    rustix::thread::gettid().as_raw_nonzero().get() as u32
+}
+
+/// This process's id.
+pub fn getpid() -> u32 {
+    rustix::process::getpid().as_raw_nonzero().get() as u32
+}
+
+/// Trap `rdtsc`/`rdtscp` (SIGSEGV) in the calling thread, or let them run.
+pub fn tsc_trap(on: bool) {
+    use rustix::process::TimeStampCounterReadability as R;
+    let _ = rustix::process::set_time_stamp_counter_readability(if on {
+        R::RaiseSIGSEGV
+    } else {
+        R::Readable
+    });
+}
+
+/// Close the runtime's descriptor `fd` on exec (programs this one starts do not get it).
+pub fn set_cloexec(fd: i32) {
+    let _ = rustix::io::fcntl_setfd(self::fd(fd), rustix::io::FdFlags::CLOEXEC);
 }
 
 /// Exit the whole process at once with `code`.
+///
+/// A raw call: rustix has `exit_group` only in its `runtime` module, which it publishes as
+/// unstable (for libc implementations, outside semver).
 pub fn exit_group(code: i32) -> ! {
     loop {
         // SAFETY: exit_group does not return.

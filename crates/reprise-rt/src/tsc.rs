@@ -91,21 +91,5 @@ pub extern "C" fn reprise_tsc_trap(on: i32) {
     if on != 0 && !(m == state::M_RECORD || m == state::M_REPLAY) {
         return;
     }
-    let v = if on != 0 {
-        libc::PR_TSC_SIGSEGV
-    } else {
-        libc::PR_TSC_ENABLE
-    };
-    // SAFETY: prctl with constant arguments, affecting only the calling thread.
-    unsafe {
-        sys::syscall6(
-            libc::SYS_prctl,
-            libc::PR_SET_TSC as u64,
-            v as u64,
-            0,
-            0,
-            0,
-            0,
-        )
-    };
+    sys::tsc_trap(on != 0);
 }

@@ -472,6 +472,18 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         env_p: &env_p,
     };
     let start = Instant::now();
+    // Raw fork/exec, not `std::process::Command` + `pre_exec` (issue 17), for two things
+    // Command cannot do (measured with rustc 1.95):
+    // - the environment in the recorded order: Command keeps it in a sorted map (given ZZ, AA,
+    //   MM, AA the child saw AA=4, MM=3, ZZ=1), so the program's `environ` would not be the
+    //   one it was started with, and sync mode's padded LD_PRELOAD entry would not be last,
+    //   which `preload::hide_ld_preload` needs to blank it from /proc/self/environ;
+    // - acting between fork and exec: `spawn` returns only once the exec happened (with a
+    //   300 ms sleep in `pre_exec` it returned after 301.7 ms), so `--gdb` could not be
+    //   started on the pid the program waits in before its exec, and the forwarding handler
+    //   could not know the pid (`CHILD`) during the exec.
+    // Command would also change what the program inherits: it resets the signal mask and
+    // SIGPIPE (which the Rust launcher ignores) in the child.
     // SAFETY: between fork and exec the child only makes async-signal-safe calls (dup2,
     // chdir, setrlimit, personality, setpgid, prctl, getppid, execve, _exit) on data prepared
     // before the fork.

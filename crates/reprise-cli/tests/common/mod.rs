@@ -5,7 +5,7 @@
 pub mod kept;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// The reprise binary under test.
@@ -84,6 +84,25 @@ impl Work {
         c.current_dir(self.dir.path())
             .env("REPRISE_TRACE_DIR", self.path("traces"));
         c
+    }
+    /// `reprise record -o t EXTRA -- ./bin` (the program's arguments go after it).
+    pub fn record_cmd(&self, t: &Path, extra: &[&str], bin: &str) -> Command {
+        let mut c = self.cmd();
+        record_args(&mut c, t, extra, bin);
+        c
+    }
+    /// Start [`Work::record_cmd`] (stdin null, stdout and stderr piped) and wait until the
+    /// program runs: the recorder and the program's pid (its child, to signal or kill).
+    pub fn start_recording(&self, t: &Path, extra: &[&str], bin: &str) -> (Child, i32) {
+        let child = self
+            .record_cmd(t, extra, bin)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let prog = program_child(child.id(), bin);
+        (child, prog)
     }
     /// Build `p` with `reprise cc`/`c++` (compiler: "gcc" or "clang"); returns the binary name.
     pub fn build(&self, p: &Program, compiler: &str) -> String {
@@ -191,15 +210,19 @@ fn record_with(
     extra: &[&str],
 ) -> Recorded {
     let t = w.path(trace);
+    record_args(&mut c, &t, extra, bin).args(args);
+    let o = run_limited(c, Duration::from_secs(120));
+    recorded(t, &o)
+}
+
+/// Add `record -o t EXTRA -- ./bin` to `c`.
+fn record_args<'c>(c: &'c mut Command, t: &Path, extra: &[&str], bin: &str) -> &'c mut Command {
     c.arg("record")
         .arg("-o")
-        .arg(&t)
+        .arg(t)
         .args(extra)
         .arg("--")
         .arg(format!("./{bin}"))
-        .args(args);
-    let o = run_limited(c, Duration::from_secs(120));
-    recorded(t, &o)
 }
 
 /// What `reprise record` into trace `t` printed and returned: the program's output and
@@ -384,3 +407,45 @@ pub fn program_child(recorder: u32, bin: &str) -> i32 {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// `$then!(PROGRAMS..., $more...)`: the test programs every strategy's acceptance runs
+/// (acceptance.rs under `ownership`, plus_acceptance.rs under `aggreplay+` and `tplay+`), each
+/// a name in tests/programs, followed by `$more`.
+#[allow(unused_macros)]
+macro_rules! acceptance_programs {
+    ($then:ident $(, $more:ident)*) => {
+        $then!(
+            counter_race,
+            check_then_act,
+            order_violation,
+            dcl,
+            bank,
+            prodcons,
+            stencil,
+            lockfree_stack,
+            addresses,
+            cxx_threads,
+            // The long tail (issue 6) and inputs/outputs (issue 5).
+            spin_plain,
+            spin_yield,
+            trylock_loop,
+            timedwait,
+            detached_exit,
+            errno_after,
+            struct_copy_race,
+            local_static,
+            cv_wait_for,
+            stdio_threads,
+            tls_dtor,
+            threads_rand,
+            timestamps,
+            echo_server,
+            sigalrm,
+            rdtsc
+            $(, $more)*
+        );
+    };
+}
+
+#[allow(unused_imports)]
+pub(crate) use acceptance_programs;
