@@ -68,25 +68,7 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
     match tag {
         F_STRIPE => decode_stripe(p).ok_or_else(short)?,
         F_THREAD => decode_thread(p).ok_or_else(short)?,
-        F_END => {
-            let n = core::mem::size_of::<ProcessEnd>();
-            if p.len() < n || !(p.len() - n).is_multiple_of(12) {
-                return Err(short());
-            }
-            let end = ProcessEnd {
-                kind: u32_at(p, 0),
-                tid: u32_at(p, 4),
-                event: u64_at(p, 8),
-                code: u32_at(p, 16) as i32,
-                si_code: u32_at(p, 20) as i32,
-                addr: u64_at(p, 24),
-            };
-            let finals = p[n..]
-                .chunks_exact(12)
-                .map(|c| (u32_at(c, 0), u64_at(c, 4)))
-                .collect();
-            Ok(Frame::End { end, finals })
-        }
+        F_END => decode_end(p).ok_or_else(short),
         F_STATS => {
             if !p.len().is_multiple_of(8) {
                 return Err(short());
@@ -98,16 +80,7 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
             ))
         }
         F_MODEL => Ok(Frame::Model(p.to_vec())),
-        F_KINDS => {
-            if p.len() != KINDS * 8 {
-                return Err(short());
-            }
-            let mut k = [0u64; KINDS];
-            for (i, c) in p.chunks_exact(8).enumerate() {
-                k[i] = u64_at(c, 0);
-            }
-            Ok(Frame::Kinds(k))
-        }
+        F_KINDS => decode_kinds(p).ok_or_else(short),
         F_DIVERGE => {
             if p.len() < 12 {
                 return Err(short());
@@ -118,32 +91,75 @@ fn decode_frame(tag: u8, p: &[u8]) -> Result<Frame, DecodeError> {
                 message: String::from_utf8_lossy(&p[12..]).into_owned(),
             })
         }
-        F_STACK => {
-            if p.len() < 8 || !(p.len() - 8).is_multiple_of(8) {
-                return Err(short());
-            }
-            Ok(Frame::Stack {
-                tid: u32_at(p, 0),
-                what: u32_at(p, 4),
-                pcs: p[8..].chunks_exact(8).map(|c| u64_at(c, 0)).collect(),
-            })
-        }
-        F_FILE => {
-            if p.len() < 40 {
-                return Err(short());
-            }
-            Ok(Frame::File {
-                dev: u64_at(p, 0),
-                ino: u64_at(p, 8),
-                size: u64_at(p, 16),
-                mtime_sec: u64_at(p, 24) as i64,
-                mtime_nsec: u64_at(p, 32),
-                path: p[40..].to_vec(),
-            })
-        }
+        F_STACK => decode_stack(p).ok_or_else(short),
+        F_FILE => decode_file(p).ok_or_else(short),
         F_LIB => Ok(Frame::Lib { path: p.to_vec() }),
         _ => Err(DecodeError(format!("unknown frame tag {tag}"))),
     }
+}
+
+/// An [`F_END`] payload; None when it is too short or its final counts are cut.
+#[cfg(feature = "std")]
+fn decode_end(p: &[u8]) -> Option<Frame> {
+    let n = core::mem::size_of::<ProcessEnd>();
+    if p.len() < n || !(p.len() - n).is_multiple_of(12) {
+        return None;
+    }
+    let end = ProcessEnd {
+        kind: u32_at(p, 0),
+        tid: u32_at(p, 4),
+        event: u64_at(p, 8),
+        code: u32_at(p, 16) as i32,
+        si_code: u32_at(p, 20) as i32,
+        addr: u64_at(p, 24),
+    };
+    let finals = p[n..]
+        .chunks_exact(12)
+        .map(|c| (u32_at(c, 0), u64_at(c, 4)))
+        .collect();
+    Some(Frame::End { end, finals })
+}
+
+/// An [`F_KINDS`] payload; None when it is not [`KINDS`] counts.
+#[cfg(feature = "std")]
+fn decode_kinds(p: &[u8]) -> Option<Frame> {
+    if p.len() != KINDS * 8 {
+        return None;
+    }
+    let mut k = [0u64; KINDS];
+    for (i, c) in p.chunks_exact(8).enumerate() {
+        k[i] = u64_at(c, 0);
+    }
+    Some(Frame::Kinds(k))
+}
+
+/// An [`F_STACK`] payload; None when it is too short or an address is cut.
+#[cfg(feature = "std")]
+fn decode_stack(p: &[u8]) -> Option<Frame> {
+    if p.len() < 8 || !(p.len() - 8).is_multiple_of(8) {
+        return None;
+    }
+    Some(Frame::Stack {
+        tid: u32_at(p, 0),
+        what: u32_at(p, 4),
+        pcs: p[8..].chunks_exact(8).map(|c| u64_at(c, 0)).collect(),
+    })
+}
+
+/// An [`F_FILE`] payload; None when it is too short.
+#[cfg(feature = "std")]
+fn decode_file(p: &[u8]) -> Option<Frame> {
+    if p.len() < 40 {
+        return None;
+    }
+    Some(Frame::File {
+        dev: u64_at(p, 0),
+        ino: u64_at(p, 8),
+        size: u64_at(p, 16),
+        mtime_sec: u64_at(p, 24) as i64,
+        mtime_nsec: u64_at(p, 32),
+        path: p[40..].to_vec(),
+    })
 }
 
 /// An [`F_STRIPE`] payload; None when it is too short (the caller says so).
@@ -258,6 +274,19 @@ pub fn encode_frame(f: &Frame) -> Vec<u8> {
             }
             F_END
         }
+        _ => encode_report(f, &mut p),
+    };
+    let mut out = vec![0u8; FRAME_HDR];
+    put_frame_header(&mut out, tag, p.len());
+    out.extend_from_slice(&p);
+    out
+}
+
+/// Append the payload of a frame that is not part of the recorded log ([`encode_frame`] encodes
+/// stripes, thread records and the end) to `p`; returns its tag.
+#[cfg(feature = "std")]
+fn encode_report(f: &Frame, p: &mut Vec<u8>) -> u8 {
+    match f {
         Frame::Model(b) => {
             p.extend_from_slice(b);
             F_MODEL
@@ -311,11 +340,10 @@ pub fn encode_frame(f: &Frame) -> Vec<u8> {
             p.extend_from_slice(message.as_bytes());
             F_DIVERGE
         }
-    };
-    let mut out = vec![0u8; FRAME_HDR];
-    put_frame_header(&mut out, tag, p.len());
-    out.extend_from_slice(&p);
-    out
+        Frame::Stripe { .. } | Frame::Thread { .. } | Frame::End { .. } => {
+            unreachable!("encode_frame encodes the log frames itself")
+        }
+    }
 }
 
 /// Append one thread record (tag and payload) to `p`.

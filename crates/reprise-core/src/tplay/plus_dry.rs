@@ -3,7 +3,7 @@
 
 use super::plus::{Added, Check, Cond, LocState, PlusStats, Progress, Queues, TplayPlusLog};
 use super::{Inter, Psi, TplayLog};
-use crate::event::{Event, LockId, Op, ThreadId};
+use crate::event::{Event, Loc, LockId, Op, ThreadId};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Per-thread knowledge: the latest event of every thread surely complete before the current one.
@@ -111,10 +111,9 @@ impl Dry {
     }
 }
 
-/// The dry run (see the module docs of `plus`).
-// Over 80 lines: one pass over the recorded order; for each event its steps (the seed's records
-// due, program order, conflicts, publishing the event) run in this order on the pass's shared
-// state (`d`, `q`, `locs`, `rel`), as the module docs describe them.
+/// The dry run (see the module docs of `plus`): one pass over the recorded order; for each event
+/// its steps (the seed's records due, program order, conflicts, publishing the event) run in this
+/// order on the pass's shared state.
 pub(super) fn dry_run(
     seed: TplayLog,
     trace: &[(Option<Event>, ThreadId)],
@@ -144,90 +143,127 @@ pub(super) fn dry_run(
         } else {
             tr
         };
-        // The seed's records examined here, then the ones waiting for their due event.
         let due = q
             .get_mut(&t)
             .map(|q| q.due(k, cur, &op))
             .unwrap_or_default();
-        let mut waiting = std::mem::take(&mut d.k(t).deferred);
+        d.hand_seed(t, k, due, without);
+        d.follow_program(&mut rel, t, k, op);
+        if let Some(x) = op.loc() {
+            d.follow_conflicts(&mut locs, x, t, k, op, without);
+        }
+        d.publish(t, k, op);
+    }
+    d.finish(&q, seed)
+}
+
+impl Dry {
+    /// The seed's records examined at event `k` of `t` (`due`), then the ones waiting for their
+    /// due event: each one that holds becomes a check, the others keep waiting.
+    fn hand_seed(&mut self, t: ThreadId, k: u64, due: Vec<Cond>, without: Option<Added>) {
+        let mut waiting = std::mem::take(&mut self.k(t).deferred);
         for c in due {
             if without == Some(Added::DueEvent) {
-                d.assign(t, k, k, c);
+                self.assign(t, k, k, c);
             } else {
                 waiting.push((k, c));
             }
         }
         let mut still = Vec::new();
         for (seed_at, c) in waiting {
-            if d.prog.holds(&c) {
+            if self.prog.holds(&c) {
                 if seed_at != k {
-                    d.stats.late[kind(&c)] += 1;
+                    self.stats.late[kind(&c)] += 1;
                 }
-                d.assign(t, k, seed_at, c);
+                self.assign(t, k, seed_at, c);
             } else {
                 still.push((seed_at, c));
             }
         }
-        d.k(t).deferred = still;
-        // Program semantics that order this event: the lock's last release, a joined thread.
+        self.k(t).deferred = still;
+    }
+
+    /// Program semantics that order event `k` of `t`: the lock's last release, a joined thread.
+    fn follow_program(
+        &mut self,
+        rel: &mut HashMap<LockId, (ThreadId, u64)>,
+        t: ThreadId,
+        k: u64,
+        op: Op,
+    ) {
         match op {
             Op::Acquire(m) => {
                 if let Some(&(u, g)) = rel.get(&m) {
                     if u != t {
-                        d.learn(t, u, g);
+                        self.learn(t, u, g);
                     }
                 }
             }
             Op::Join(u) => {
-                let g = d.last(u);
-                d.learn(t, u, g);
+                let g = self.last(u);
+                self.learn(t, u, g);
             }
             Op::Release(m) => {
                 rel.insert(m, (t, k));
             }
             _ => {}
         }
-        // Conflicts: sources this event must follow.
-        if let Some(x) = op.loc() {
-            let mut src: Vec<(ThreadId, u64, usize)> = Vec::new();
-            if let Some(&(u, g)) = locs.last_w.get(&x) {
-                if u != t {
-                    src.push((u, g, if op.is_write() { 0 } else { 1 }));
-                }
-            }
-            if op.is_write() {
-                if let Some(r) = locs.readers.get(&x) {
-                    src.extend(r.iter().filter(|s| s.0 != t).map(|&(u, g)| (u, g, 2)));
-                }
-            }
-            for (u, g, kind) in src {
-                let kn = d.k(t).kn.get(u as usize).copied().unwrap_or(0);
-                if kn >= g {
-                    continue;
-                }
-                let off = match kind {
-                    0 => Added::WriteWrite,
-                    1 => Added::WriteRead,
-                    _ => Added::ReadWrite,
-                };
-                if without == Some(off) {
-                    continue;
-                }
-                d.stats.edges[kind] += 1;
-                d.assign(t, k, k, Cond::Edge(Inter::new(u, g, t, k)));
-            }
-            if op.is_write() {
-                locs.last_w.insert(x, (t, k));
-                locs.readers.entry(x).or_default().clear();
-            } else {
-                let r = locs.readers.entry(x).or_default();
-                r.retain(|s| s.0 != t);
-                r.push((t, k));
+    }
+
+    /// Conflicts on location `x`: the sources event `k` of `t` must follow and does not know of
+    /// become edges; then `k` becomes the location's last write or one of its readers.
+    fn follow_conflicts(
+        &mut self,
+        locs: &mut LocState,
+        x: Loc,
+        t: ThreadId,
+        k: u64,
+        op: Op,
+        without: Option<Added>,
+    ) {
+        let mut src: Vec<(ThreadId, u64, usize)> = Vec::new();
+        if let Some(&(u, g)) = locs.last_w.get(&x) {
+            if u != t {
+                src.push((u, g, if op.is_write() { 0 } else { 1 }));
             }
         }
-        // This event is complete: publish it.
-        let begins = d.prog.step(t, &op);
-        let kt = d.k(t);
+        if op.is_write() {
+            if let Some(r) = locs.readers.get(&x) {
+                src.extend(r.iter().filter(|s| s.0 != t).map(|&(u, g)| (u, g, 2)));
+            }
+        }
+        for (u, g, kind) in src {
+            let kn = self.k(t).kn.get(u as usize).copied().unwrap_or(0);
+            if kn >= g {
+                continue;
+            }
+            let off = match kind {
+                0 => Added::WriteWrite,
+                1 => Added::WriteRead,
+                _ => Added::ReadWrite,
+            };
+            if without == Some(off) {
+                continue;
+            }
+            self.stats.edges[kind] += 1;
+            self.assign(t, k, k, Cond::Edge(Inter::new(u, g, t, k)));
+        }
+        if op.is_write() {
+            locs.last_w.insert(x, (t, k));
+            locs.readers.entry(x).or_default().clear();
+        } else {
+            let r = locs.readers.entry(x).or_default();
+            r.retain(|s| s.0 != t);
+            r.push((t, k));
+        }
+    }
+
+    /// Event `k` of `t` is complete: publish it (its knowledge, transaction start, read, and a
+    /// forked child's initial knowledge).
+    fn publish(&mut self, t: ThreadId, k: u64, op: Op) {
+        let i = t as usize;
+        let begins = self.prog.step(t, &op);
+        let kt = self.k(t);
         if kt.kn.len() <= i {
             kt.kn.resize(i + 1, 0);
         }
@@ -244,30 +280,35 @@ pub(super) fn dry_run(
             kt.read_at.push(k);
         }
         if let Op::Fork(c) = op {
-            let kn = d.k(t).kn.clone();
-            d.k(c).kn = kn;
+            let kn = self.k(t).kn.clone();
+            self.k(c).kn = kn;
         }
     }
-    for q in q.values() {
-        for (k, n) in [q.d.len(), q.rw.len(), q.a.len(), q.b.len()]
-            .into_iter()
-            .enumerate()
-        {
-            d.stats.dropped[k] += n as u64;
+
+    /// After the pass: count the seed's records never handed out or still waiting as dropped,
+    /// and sort every thread's checks by event.
+    fn finish(mut self, q: &HashMap<ThreadId, Queues>, seed: TplayLog) -> TplayPlusLog {
+        for q in q.values() {
+            for (k, n) in [q.d.len(), q.rw.len(), q.a.len(), q.b.len()]
+                .into_iter()
+                .enumerate()
+            {
+                self.stats.dropped[k] += n as u64;
+            }
         }
-    }
-    for k in d.th.values() {
-        for (_, c) in &k.deferred {
-            d.stats.dropped[kind(c)] += 1;
+        for k in self.th.values() {
+            for (_, c) in &k.deferred {
+                self.stats.dropped[kind(c)] += 1;
+            }
         }
-    }
-    for v in d.checks.values_mut() {
-        v.sort_by_key(|c| c.at);
-    }
-    TplayPlusLog {
-        checks: d.checks,
-        l: seed.l.clone(),
-        seed,
-        stats: d.stats,
+        for v in self.checks.values_mut() {
+            v.sort_by_key(|c| c.at);
+        }
+        TplayPlusLog {
+            checks: self.checks,
+            l: seed.l.clone(),
+            seed,
+            stats: self.stats,
+        }
     }
 }
