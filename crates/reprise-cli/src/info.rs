@@ -10,6 +10,19 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
     println!("trace: {}", path.display());
     println!("{s}");
     let h = &s.header;
+    print_header(h);
+    if s.is_complete() || s.is_interrupted() {
+        if let Ok(loaded) = crate::replay::load(&path) {
+            print_recording(h, loaded, records);
+        }
+        Ok(0)
+    } else {
+        Ok(1)
+    }
+}
+
+/// What was recorded and how: program, arguments, mode, strategy.
+fn print_header(h: &reprise_trace::Header) {
     println!("program: {}", String::from_utf8_lossy(&h.exe_path));
     println!(
         "argv: {}",
@@ -28,74 +41,72 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
         "strategy: {}   checkpoint every {} events",
         h.strategy, h.checkpoint_interval
     );
-    if s.is_complete() || s.is_interrupted() {
-        if let Ok(loaded) = crate::replay::load(&path) {
-            let why_cut = loaded.cut_reason();
-            let crate::replay::Loaded {
-                rec,
-                stdout: out,
-                stderr: err,
-                footer,
-                interrupted,
-                ..
-            } = loaded;
-            let events = if rec.end.is_some() && !interrupted {
-                rec.total_events().to_string()
-            } else {
-                let saw = if rec.end.is_some() {
-                    "the runtime saw the process end, but the recorder did not finish the trace"
-                } else {
-                    "the runtime did not see the process end"
-                };
-                println!(
-                    "recording: cut short ({why_cut}): {saw}; the trace holds what was sent before the cut, and a replay checks it up to there"
-                );
-                format!(
-                    "at least {} (as far as the trace goes)",
-                    rec.known_progress().values().sum::<u64>()
-                )
-            };
-            if h.strategy == "ownership" {
-                println!(
-                    "threads: {}   events: {}   ownership edges: {}",
-                    rec.nthreads(),
-                    events,
-                    rec.threads.values().map(|t| t.edges.len()).sum::<usize>()
-                );
-            } else {
-                println!(
-                    "threads: {}   events: {}   stripes used: {}   vector runs: {}",
-                    rec.nthreads(),
-                    events,
-                    rec.vectors.len(),
-                    rec.vector_runs()
-                );
-            }
-            if interrupted {
-                println!(
-                    "stdout: {} bytes   stderr: {} bytes (as far as the trace goes)   exit: {} (inferred: the trace has no footer)   wall: unknown",
-                    out.len(),
-                    err.len(),
-                    footer.exit,
-                );
-            } else {
-                println!(
-                    "stdout: {} bytes   stderr: {} bytes   exit: {}   wall: {:.3}s",
-                    out.len(),
-                    err.len(),
-                    footer.exit,
-                    footer.wall_ns as f64 / 1e9
-                );
-            }
-            print_end(h, &rec);
-            print_trapped(&rec);
-            if records {
-                print_records(&rec);
-            }
-        }
-        Ok(0)
+}
+
+/// What the loaded trace holds: whether it was cut short, threads and events, output sizes and
+/// exit, how the process ended, the trapped system calls and (`--records`) every record.
+fn print_recording(h: &reprise_trace::Header, loaded: crate::replay::Loaded, records: bool) {
+    let why_cut = loaded.cut_reason();
+    let crate::replay::Loaded {
+        rec,
+        stdout: out,
+        stderr: err,
+        footer,
+        interrupted,
+        ..
+    } = loaded;
+    let events = if rec.end.is_some() && !interrupted {
+        rec.total_events().to_string()
     } else {
-        Ok(1)
+        let saw = if rec.end.is_some() {
+            "the runtime saw the process end, but the recorder did not finish the trace"
+        } else {
+            "the runtime did not see the process end"
+        };
+        println!(
+            "recording: cut short ({why_cut}): {saw}; the trace holds what was sent before the cut, and a replay checks it up to there"
+        );
+        format!(
+            "at least {} (as far as the trace goes)",
+            rec.known_progress().values().sum::<u64>()
+        )
+    };
+    if h.strategy == "ownership" {
+        println!(
+            "threads: {}   events: {}   ownership edges: {}",
+            rec.nthreads(),
+            events,
+            rec.threads.values().map(|t| t.edges.len()).sum::<usize>()
+        );
+    } else {
+        println!(
+            "threads: {}   events: {}   stripes used: {}   vector runs: {}",
+            rec.nthreads(),
+            events,
+            rec.vectors.len(),
+            rec.vector_runs()
+        );
+    }
+    if interrupted {
+        println!(
+            "stdout: {} bytes   stderr: {} bytes (as far as the trace goes)   exit: {} (inferred: the trace has no footer)   wall: unknown",
+            out.len(),
+            err.len(),
+            footer.exit,
+        );
+    } else {
+        println!(
+            "stdout: {} bytes   stderr: {} bytes   exit: {}   wall: {:.3}s",
+            out.len(),
+            err.len(),
+            footer.exit,
+            footer.wall_ns as f64 / 1e9
+        );
+    }
+    print_end(h, &rec);
+    print_trapped(&rec);
+    if records {
+        print_records(&rec);
     }
 }
 

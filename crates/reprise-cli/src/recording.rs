@@ -114,33 +114,8 @@ impl Recording {
     fn apply(&mut self, f: Frame) {
         self.frames += 1;
         match f {
-            Frame::Stripe { stripe, entries } => {
-                let v = self.vectors.entry(stripe).or_default();
-                for e in entries {
-                    match v.last_mut() {
-                        Some(l)
-                            if l.tid == e.tid
-                                && (l.count as u64 + e.count as u64) <= u32::MAX as u64 =>
-                        {
-                            l.count += e.count
-                        }
-                        _ => v.push(e),
-                    }
-                }
-            }
-            Frame::Thread { tid, records } => {
-                let t = self.threads.entry(tid).or_default();
-                for r in records {
-                    match r {
-                        Record::Start { parent, nth } => t.start = Some((parent, nth)),
-                        Record::Result(p) => t.results.push(p),
-                        Record::Digest(p) => t.digests.push(p),
-                        Record::Data(ev, b) => t.data.push((ev, b)),
-                        Record::Signal(p) => t.signals.push(p),
-                        Record::Edge(p) => t.edges.push(p),
-                    }
-                }
-            }
+            Frame::Stripe { stripe, entries } => self.apply_stripe(stripe, entries),
+            Frame::Thread { tid, records } => self.apply_thread(tid, records),
             Frame::End { end, finals } => {
                 let e = self.end.get_or_insert((end, BTreeMap::new()));
                 e.0 = end;
@@ -193,6 +168,37 @@ impl Recording {
                 if self.diverged.is_none() {
                     self.diverged = Some((tid, event, message));
                 }
+            }
+        }
+    }
+
+    /// Append a piece of a stripe's access vector, merging a run that continues the last one
+    /// (while its count fits).
+    fn apply_stripe(&mut self, stripe: u32, entries: Vec<VecEntry>) {
+        let v = self.vectors.entry(stripe).or_default();
+        for e in entries {
+            match v.last_mut() {
+                Some(l)
+                    if l.tid == e.tid && (l.count as u64 + e.count as u64) <= u32::MAX as u64 =>
+                {
+                    l.count += e.count
+                }
+                _ => v.push(e),
+            }
+        }
+    }
+
+    /// Append a thread's records to what it recorded so far.
+    fn apply_thread(&mut self, tid: u32, records: Vec<Record>) {
+        let t = self.threads.entry(tid).or_default();
+        for r in records {
+            match r {
+                Record::Start { parent, nth } => t.start = Some((parent, nth)),
+                Record::Result(p) => t.results.push(p),
+                Record::Digest(p) => t.digests.push(p),
+                Record::Data(ev, b) => t.data.push((ev, b)),
+                Record::Signal(p) => t.signals.push(p),
+                Record::Edge(p) => t.edges.push(p),
             }
         }
     }

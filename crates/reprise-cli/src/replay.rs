@@ -444,6 +444,37 @@ fn until_verified<'a>(
     Ok((verdict, tried))
 }
 
+/// What must hold before a replay starts: the trace has events, its strategy replays, the
+/// program, its libraries and the files whose reads are re-executed are unchanged. Returns the
+/// strategy's runtime flag, whether the trace is sync mode, and then the runtime to preload.
+fn preflight(
+    header: &reprise_trace::Header,
+    rec: &Recording,
+    footer: &reprise_trace::Footer,
+    interrupted: bool,
+) -> Result<(u64, bool, Option<PathBuf>)> {
+    if rec.frames == 0 && interrupted {
+        return fail(
+            "the trace ends without its footer before any runtime events: its recorder was killed before it wrote them, so there is nothing to replay",
+        );
+    }
+    let strategy_flag = replayable(header, rec)?;
+    check_exe(header)?;
+    crate::libs::check(header).map_err(Failure::Replay)?;
+    crate::libs::check_dlopened(footer, &rec.dlopened).map_err(Failure::Replay)?;
+    // Files whose reads are re-executed (and hash-checked) must be there, unchanged.
+    if let Some(why) = rec.files.iter().find_map(|f| f.changed()) {
+        return fail(why);
+    }
+    let sync = header.extra.get("mode").is_some_and(|m| m == "sync");
+    let preload = if sync {
+        Some(runtime_for(header)?)
+    } else {
+        None
+    };
+    Ok((strategy_flag, sync, preload))
+}
+
 /// Replay; returns the shell status to exit with.
 pub fn replay(o: ReplayOpts) -> Result<i32> {
     let path = crate::tracedir::resolve(o.trace.clone())?;
@@ -457,25 +488,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
         footer,
         interrupted,
     } = loaded;
-    if rec.frames == 0 && interrupted {
-        return fail(
-            "the trace ends without its footer before any runtime events: its recorder was killed before it wrote them, so there is nothing to replay",
-        );
-    }
-    let strategy_flag = replayable(&header, &rec)?;
-    check_exe(&header)?;
-    crate::libs::check(&header).map_err(Failure::Replay)?;
-    crate::libs::check_dlopened(&footer, &rec.dlopened).map_err(Failure::Replay)?;
-    // Files whose reads are re-executed (and hash-checked) must be there, unchanged.
-    if let Some(why) = rec.files.iter().find_map(|f| f.changed()) {
-        return fail(why);
-    }
-    let sync = header.extra.get("mode").is_some_and(|m| m == "sync");
-    let preload = if sync {
-        Some(runtime_for(&header)?)
-    } else {
-        None
-    };
+    let (strategy_flag, sync, preload) = preflight(&header, &rec, &footer, interrupted)?;
     // A recording cut short (the program killed by SIGKILL, `_exit`, exec): the runtime never
     // saw its end. Replay it as far as the trace goes and check everything up to there.
     // So is one whose recorder was killed (no footer): its last frames, output included, may

@@ -5,6 +5,7 @@
 use std::process::Command;
 
 // Over 80 lines: one run of `bench --quick` (minutes), every output of it checked in turn.
+#[allow(clippy::too_many_lines)]
 #[test]
 fn bench_quick_writes_tables_and_every_replay_verifies() {
     let out = tempfile::tempdir().expect("temporary directory");

@@ -92,22 +92,7 @@ fn alive_thread_final_checkpoint(strategy: &str) {
         if e1 % 4096 == 0 {
             continue;
         }
-        let mut changed = frames.clone();
-        let mut done = false;
-        for f in changed.iter_mut().rev() {
-            if let Frame::Thread { tid: 1, records } = f {
-                if let Some(Record::Digest(d)) = records
-                    .iter_mut()
-                    .rev()
-                    .find(|r| matches!(r, Record::Digest(d) if d.event == e1))
-                {
-                    d.value ^= 1;
-                    done = true;
-                    break;
-                }
-            }
-        }
-        assert!(done);
+        let changed = with_final_digest_changed(&frames, 1, e1);
         let dst = w.path(&format!("changed{k}.trace"));
         rewrite(&r.trace, &dst, &changed);
         let why = replay_rejected(&w, &dst);
@@ -186,7 +171,7 @@ fn ranged_access_digests_all_its_bytes() {
 /// `addr` as its id + 1) has a final checkpoint at its final count; the replay is verified
 /// (exit 143) and rejects a changed final digest of a thread the signal did not land on.
 fn outside_signal_final_checkpoints(strategy: &str) {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let p = Program {
         name: "killed".into(),
         source: root().join("tests/programs/killed.c"),
@@ -206,29 +191,7 @@ fn outside_signal_final_checkpoints(strategy: &str) {
         std::thread::sleep(Duration::from_millis(400));
         // SAFETY: signalling the program this test started (through the recorder).
         unsafe { libc::kill(prog, libc::SIGTERM) };
-        // The program dies of it at once (killed.c runs up to 60 s): bounded by the watchdog
-        // below, not by the program.
-        let waiter = std::thread::spawn(move || child.wait_with_output().unwrap());
-        let start = Instant::now();
-        while !waiter.is_finished() {
-            if start.elapsed() > Duration::from_secs(30) {
-                let mut threads = String::new();
-                for t in std::fs::read_dir(format!("/proc/{prog}/task"))
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                {
-                    let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
-                    let wchan = std::fs::read_to_string(t.path().join("wchan")).unwrap_or_default();
-                    threads.push_str(&format!("{stat} {wchan}\n"));
-                }
-                // SAFETY: ending the program this test started.
-                unsafe { libc::kill(prog, libc::SIGKILL) };
-                panic!("{strategy}: the recording did not end after SIGTERM:\n{threads}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let o = waiter.join().unwrap();
+        let o = wait_after_sigterm(child, prog, strategy);
         let r = recorded(t, &o);
         assert_eq!(r.status, 143, "{}", String::from_utf8_lossy(&o.stderr));
         let frames = frames_of(&r.trace);
@@ -271,25 +234,7 @@ fn outside_signal_final_checkpoints(strategy: &str) {
         else {
             continue;
         };
-        let mut changed = frames.clone();
-        let mut done = false;
-        for f in changed.iter_mut().rev() {
-            if let Frame::Thread { tid: ft, records } = f {
-                if *ft != tid {
-                    continue;
-                }
-                if let Some(Record::Digest(d)) = records
-                    .iter_mut()
-                    .rev()
-                    .find(|r| matches!(r, Record::Digest(d) if d.event == e))
-                {
-                    d.value ^= 1;
-                    done = true;
-                    break;
-                }
-            }
-        }
-        assert!(done);
+        let changed = with_final_digest_changed(&frames, tid, e);
         let dst = w.path(&format!("term-changed{k}.trace"));
         rewrite(&r.trace, &dst, &changed);
         let why = replay_rejected(&w, &dst);
@@ -306,6 +251,62 @@ fn outside_signal_final_checkpoints(strategy: &str) {
         outside >= 1,
         "{strategy}: the signal never ended the process from outside"
     );
+}
+
+/// The recording's output once the SIGTERM sent to `prog` ended it. The program dies of it at
+/// once (killed.c runs up to 60 s): bounded by a 30 s watchdog, not by the program; past it, the
+/// program is killed and its threads' states are the panic message.
+fn wait_after_sigterm(
+    child: std::process::Child,
+    prog: i32,
+    strategy: &str,
+) -> std::process::Output {
+    use std::time::{Duration, Instant};
+    let waiter = std::thread::spawn(move || child.wait_with_output().unwrap());
+    let start = Instant::now();
+    while !waiter.is_finished() {
+        if start.elapsed() > Duration::from_secs(30) {
+            let mut threads = String::new();
+            for t in std::fs::read_dir(format!("/proc/{prog}/task"))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                let wchan = std::fs::read_to_string(t.path().join("wchan")).unwrap_or_default();
+                threads.push_str(&format!("{stat} {wchan}\n"));
+            }
+            // SAFETY: ending the program this test started.
+            unsafe { libc::kill(prog, libc::SIGKILL) };
+            panic!("{strategy}: the recording did not end after SIGTERM:\n{threads}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    waiter.join().unwrap()
+}
+
+/// `frames` with thread `tid`'s (last) digest at event `e` changed.
+fn with_final_digest_changed(frames: &[Frame], tid: u32, e: u64) -> Vec<Frame> {
+    let mut changed = frames.to_vec();
+    let mut done = false;
+    for f in changed.iter_mut().rev() {
+        if let Frame::Thread { tid: ft, records } = f {
+            if *ft != tid {
+                continue;
+            }
+            if let Some(Record::Digest(d)) = records
+                .iter_mut()
+                .rev()
+                .find(|r| matches!(r, Record::Digest(d) if d.event == e))
+            {
+                d.value ^= 1;
+                done = true;
+                break;
+            }
+        }
+    }
+    assert!(done);
+    changed
 }
 
 #[test]

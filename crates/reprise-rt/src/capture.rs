@@ -233,6 +233,7 @@ fn check(t: &mut Thread, live: u64, what: &str) {
 /// The captured calls; None: not one of them (it runs natively).
 // Over 80 lines: one match arm per captured system call, each short; it runs inside the
 // SIGSYS handler, where the arms share the trapped call's arguments and the thread.
+#[allow(clippy::too_many_lines)]
 fn captured(t: &mut Thread, nr: i64, a: &[u64; 6]) -> Option<i64> {
     let fd = a[0] as c_int;
     Some(match nr {

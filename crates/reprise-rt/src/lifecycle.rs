@@ -429,6 +429,7 @@ pub fn replay_end_reached() -> bool {
 // Over 80 lines: the end sequence of the module doc, step by step (become the finisher, wait
 // for the others' recorded counts in replay, take the stripes, send every record, end); each
 // step relies on the one before.
+#[allow(clippy::too_many_lines)]
 pub fn finish(t: &mut Thread, end: ProcessEnd) {
     if state::FINISHER
         .compare_exchange(u32::MAX, t.tid, Ordering::SeqCst, Ordering::SeqCst)

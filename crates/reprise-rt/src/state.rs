@@ -275,6 +275,7 @@ pub fn init() -> u32 {
 /// Read, check and map the config (fd 1000) and set up the main thread; the mode to run in.
 // Over 80 lines: the runtime's start-up, in order (the config's size and checks, its mapping,
 // then the main thread's slot); each step uses what the one before mapped.
+#[allow(clippy::too_many_lines)]
 fn init_inner() -> u32 {
     let Some(size) = sys::fd_size(FD_CONFIG) else {
         return M_OFF;

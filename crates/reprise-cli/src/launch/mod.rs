@@ -412,6 +412,7 @@ fn supervise(
 // steps share what must live from before the fork to the end (the descriptors, the strings
 // the child's pointers point into); what stands alone is in its own function (`exec_child`,
 // `supervise`, `Ending::step`, `deliver`, `map_status`).
+#[allow(clippy::too_many_lines)]
 pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     let config = memfd("reprise-config", &l.config, 0)?;
     let status = memfd("reprise-status", &[], STATUS_SIZE)?;

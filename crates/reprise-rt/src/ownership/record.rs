@@ -134,6 +134,7 @@ fn sync_epochs(t: &mut Thread, e: u64) {
 /// Take granule `addr` for a read or a write of event `e`.
 // Over 80 lines: one loop over the granule's shadow states, each case a compare-exchange on
 // (or a wait for) the same shadow word with the same spin count; the record side's slow path.
+#[allow(clippy::too_many_lines)]
 fn acquire_one(t: &mut Thread, addr: usize, write: bool, e: u64) {
     let sh = shadow(addr);
     let mut spins = 0;
