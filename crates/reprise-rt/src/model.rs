@@ -116,7 +116,7 @@ pub fn init(flags: u64, log: &[u8], replay: bool) -> Result<(), &'static str> {
             }
             _ => {
                 let l: TplayPlusLog = binlog::decode(log).map_err(|_| corrupt)?;
-                Rep::TpP(TplayPlus::default().replayer(&l))
+                Rep::TpP(TplayPlusReplayer::from_log_owned(l, None))
             }
         });
     }
