@@ -9,8 +9,9 @@
 //! safe point: the callback precedes the access, and only holding `G` until the access
 //! completes makes the order the model observes the real order (the simulator's "atomic"
 //! substrate, where both seeds were measured). Replay asks the model's replayer whether the
-//! thread may perform its next event, parks on a futex otherwise, and also re-records (with
-//! the sequential recorder), so the launcher compares the two logs. Blocking acquisitions in replay
+//! thread may perform its next event, parks on a futex otherwise, and for AggrePlay also
+//! re-records (with the sequential recorder), so the launcher compares the two logs (TPLAY's
+//! are not compared, so its replays re-record nothing). Blocking acquisitions in replay
 //! wait for their turn, release `G`, block in the real call, then take `G` again and tell the
 //! model. Locations are 8-byte granules, locks are object addresses, thread ids are the
 //! runtime's deterministic ids. Joins are not modelled (AggrePlay ignores them; for TPLAY
@@ -93,6 +94,8 @@ pub fn init(flags: u64, log: &[u8], replay: bool) -> Result<(), &'static str> {
         // Recording AggrePlay runs in `model_rec`'s stripes instead.
         1 | 3 if !replay => None,
         1 | 3 => Some(Rec::Agg(AggrePlay.recorder())),
+        // TPLAY's log is not compared after a replay (`model_log_is_exact`): no re-recording.
+        2 | 4 if replay => None,
         2 => Some(Rec::Tp(Tplay.recorder())),
         _ => Some(Rec::TpP(TplayPlus::default().recorder())),
     };
@@ -113,7 +116,7 @@ pub fn init(flags: u64, log: &[u8], replay: bool) -> Result<(), &'static str> {
             }
             _ => {
                 let l: TplayPlusLog = binlog::decode(log).map_err(|_| corrupt)?;
-                Rep::TpP(TplayPlus::default().replayer(&l))
+                Rep::TpP(TplayPlusReplayer::from_log_owned(l, None))
             }
         });
     }

@@ -6,7 +6,8 @@
 //! allocate and free at every event (vector clocks, growing logs), so freed blocks must be
 //! reused: every request is rounded up to a power of two (at least 16 bytes), carved from a
 //! bump region reserved with MAP_NORESERVE at a fixed address, and returned on free to the
-//! free list of its class. One runtime-private spinlock (never seen by the program) guards the
+//! free list of its class (blocks of 1 MiB and more give their pages back to the kernel, all
+//! but the first). One runtime-private spinlock (never seen by the program) guards the
 //! lists; the bump pointer itself is lock-free.
 #![allow(unsafe_code)]
 
@@ -22,6 +23,11 @@ static MAPPED: AtomicU64 = AtomicU64::new(0);
 /// Classes 2^4 .. 2^63: head of each free list (0: empty), guarded by `LOCK`.
 static mut FREE: [u64; 64] = [0; 64];
 static LOCK: AtomicBool = AtomicBool::new(false);
+/// Freed blocks of this class (1 MiB) and above give their pages back to the kernel: a growing
+/// vector leaves every smaller buffer it outgrew on a free list of another class, which only
+/// another vector of that size would reuse (the models' logs would otherwise stay resident
+/// about twice over).
+const DISCARD_CLASS: usize = 20;
 
 fn ensure_mapped() -> bool {
     if MAPPED.load(Ordering::Acquire) == 1 {
@@ -99,6 +105,11 @@ unsafe impl GlobalAlloc for RuntimeAlloc {
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         let c = class(&l) as usize;
+        if c >= DISCARD_CLASS {
+            // SAFETY: the block is the caller's no longer; its pages past the first (which
+            // keeps the free list's link word) are inside the runtime's private mapping.
+            unsafe { crate::sys::discard(p as u64 + 4096, (1u64 << c) - 4096) };
+        }
         with_free(|free| {
             // SAFETY: `p` is a block of class c that the caller no longer uses; at least 16
             // bytes, 16-aligned, so its first word can link the free list.

@@ -133,6 +133,22 @@ pub unsafe fn munmap(addr: u64, len: u64) {
     let _ = unsafe { rustix::mm::munmap(addr as *mut core::ffi::c_void, len as usize) };
 }
 
+/// `madvise(MADV_DONTNEED)`: give the pages of `[addr, addr + len)` back to the kernel (they
+/// read as zeros when touched again).
+///
+/// # Safety
+/// Nothing uses `[addr, addr + len)`, a range of a private anonymous mapping of the runtime.
+pub unsafe fn discard(addr: u64, len: u64) {
+    // SAFETY: the caller's contract.
+    let _ = unsafe {
+        rustix::mm::madvise(
+            addr as *mut core::ffi::c_void,
+            len as usize,
+            rustix::mm::Advice::LinuxDontNeed,
+        )
+    };
+}
+
 /// `mprotect` of the runtime's own mapping at `addr`; the raw result (negative errno).
 pub fn mprotect(addr: u64, len: u64, prot: i32) -> i64 {
     let prot = MprotectFlags::from_bits_retain(prot as u32);

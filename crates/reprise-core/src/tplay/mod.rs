@@ -49,6 +49,7 @@
 pub mod plus;
 mod plus_dry;
 mod plus_replay;
+mod plus_trace;
 mod record;
 mod replay;
 

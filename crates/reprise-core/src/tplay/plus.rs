@@ -24,15 +24,18 @@
 //!
 //! Records that algorithm 2 never examines (its `dSet` and `rwSet` pop one record per write) or
 //! whose condition never holds before the sink thread ends are dropped (counted); the conflict
-//! check covers what they would have ordered. Cost: the dry run keeps every event and one
-//! vector clock per event until `finish` (memory O(events x threads)).
+//! check covers what they would have ordered. Cost: the recorded order is kept until `finish`
+//! (about 3 bytes per event, `plus_trace`; the dry run cannot start earlier without changing
+//! the log, see there), and the dry run a vector clock per event whose knowledge of other
+//! threads changed, a varint per read and per transaction.
 //! The lock order `l` is kept as in [`TplayLog`].
 
+use super::plus_trace::Trace;
 use super::{Inter, Psi, RwRec, TplayLog, TplayRecorder};
 use crate::event::{enc, Event, Loc, LockId, Op, ThreadId};
 use crate::strategy::{LogSize, Recorder, Strategy};
 use rustc_hash::FxHashMap as HashMap;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 pub use super::plus_replay::TplayPlusReplayer;
 
@@ -68,8 +71,9 @@ pub enum Cond {
     B(Inter),
     /// `aSet`: the source thread completed event `src_id`.
     A(Inter),
-    /// `rwSet`: every thread's read count reached the vector.
-    Rw(RwRec),
+    /// `rwSet`: every thread's read count reached the vector (boxed: a check is 48 bytes, not
+    /// 64; the encoding is the same).
+    Rw(Box<RwRec>),
     /// Added edge: the source thread completed event `src_id`.
     Edge(Inter),
 }
@@ -214,72 +218,62 @@ impl Progress {
     }
 }
 
-/// TPLAY+ record side: the seed's recorder, and the events for the dry run at `finish`.
+/// TPLAY+ record side: the seed's recorder, and the recorded order for the dry run at `finish`
+/// (compact: [`Trace`]).
 #[derive(Clone, Debug)]
 pub struct TplayPlusRecorder {
     inner: TplayRecorder,
-    trace: Vec<Item>,
+    trace: Trace,
     without: Option<Added>,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Item {
-    Ev(Event),
-    Exit(ThreadId),
 }
 
 impl Recorder for TplayPlusRecorder {
     type Log = TplayPlusLog;
     fn observe(&mut self, e: &Event) {
         self.inner.observe(e);
-        self.trace.push(Item::Ev(*e));
+        self.trace.push(e.thread, Some(e.op));
     }
     fn thread_exit(&mut self, t: ThreadId) {
         self.inner.thread_exit(t);
-        self.trace.push(Item::Exit(t));
+        self.trace.push(t, None);
     }
     fn finish(self) -> TplayPlusLog {
-        let trace = self.trace_events();
         let seed = self.inner.finish();
-        super::plus_dry::dry_run(seed, &trace, self.without)
+        super::plus_dry::dry_run(seed, self.trace.iter(), self.without)
     }
 }
 
-impl TplayPlusRecorder {
-    fn trace_events(&self) -> Vec<(Option<Event>, ThreadId)> {
-        self.trace
-            .iter()
-            .map(|i| match *i {
-                Item::Ev(e) => (Some(e), e.thread),
-                Item::Exit(t) => (None, t),
-            })
-            .collect()
-    }
+/// Seed records of one sink thread as algorithm 2's queues: the seed's lists, each with the
+/// position of its head (the records stay in the seed's log; nothing is copied).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Queues<'a> {
+    pub d: &'a [Inter],
+    pub rw: &'a [RwRec],
+    pub a: &'a [Inter],
+    pub b: &'a [Inter],
 }
 
-/// Seed records of one sink thread as algorithm 2's queues.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Queues {
-    pub d: VecDeque<Inter>,
-    pub rw: VecDeque<RwRec>,
-    pub a: VecDeque<Inter>,
-    pub b: VecDeque<Inter>,
+/// Pop the head of `q` if `f` holds for it.
+fn pop_if<'a, T>(q: &mut &'a [T], f: impl Fn(&T) -> bool) -> Option<&'a T> {
+    let (h, rest) = q.split_first().filter(|(h, _)| f(h))?;
+    *q = rest;
+    Some(h)
 }
 
-impl Queues {
-    pub fn of(seed: &TplayLog) -> HashMap<ThreadId, Queues> {
+impl<'a> Queues<'a> {
+    pub fn of(seed: &'a TplayLog) -> HashMap<ThreadId, Queues<'a>> {
         let mut q: HashMap<ThreadId, Queues> = HashMap::default();
         for (&t, v) in &seed.dset {
-            q.entry(t).or_default().d.extend(v.iter().copied());
+            q.entry(t).or_default().d = v;
         }
         for (&t, v) in &seed.rwset {
-            q.entry(t).or_default().rw.extend(v.iter().cloned());
+            q.entry(t).or_default().rw = v;
         }
         for (&t, v) in &seed.aset {
-            q.entry(t).or_default().a.extend(v.iter().copied());
+            q.entry(t).or_default().a = v;
         }
         for (&t, v) in &seed.bset {
-            q.entry(t).or_default().b.extend(v.iter().copied());
+            q.entry(t).or_default().b = v;
         }
         q
     }
@@ -287,19 +281,19 @@ impl Queues {
     pub fn due(&mut self, k: u64, cur: u64, op: &Op) -> Vec<Cond> {
         let mut out = Vec::new();
         if op.loc().is_some() {
-            while self.b.front().is_some_and(|r| k >= r.sink_id) {
-                out.push(Cond::B(self.b.pop_front().unwrap()));
+            while let Some(r) = pop_if(&mut self.b, |r| k >= r.sink_id) {
+                out.push(Cond::B(*r));
             }
-            while self.a.front().is_some_and(|r| cur >= r.sink_id) {
-                out.push(Cond::A(self.a.pop_front().unwrap()));
+            while let Some(r) = pop_if(&mut self.a, |r| cur >= r.sink_id) {
+                out.push(Cond::A(*r));
             }
         }
         if op.is_write() {
-            if self.rw.front().is_some_and(|r| r.tr <= cur) {
-                out.push(Cond::Rw(self.rw.pop_front().unwrap()));
+            if let Some(r) = pop_if(&mut self.rw, |r| r.tr <= cur) {
+                out.push(Cond::Rw(Box::new(r.clone())));
             }
-            if self.d.front().is_some_and(|r| cur >= r.sink_id) {
-                out.push(Cond::D(self.d.pop_front().unwrap()));
+            if let Some(r) = pop_if(&mut self.d, |r| cur >= r.sink_id) {
+                out.push(Cond::D(*r));
             }
         }
         out
@@ -316,7 +310,7 @@ impl Strategy for TplayPlus {
     fn recorder(&self) -> TplayPlusRecorder {
         TplayPlusRecorder {
             inner: TplayRecorder::new(),
-            trace: Vec::new(),
+            trace: Trace::default(),
             without: self.without,
         }
     }

@@ -2,20 +2,24 @@
 //! events where they are due, and the conflicts no check implies turned into edges.
 
 use super::plus::{Added, Check, Cond, LocState, PlusStats, Progress, Queues, TplayPlusLog};
+use super::plus_trace::Seq;
 use super::{Inter, Psi, TplayLog};
-use crate::event::{Event, Loc, LockId, Op, ThreadId};
+use crate::event::{Loc, LockId, Op, ThreadId};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Per-thread knowledge: the latest event of every thread surely complete before the current one.
 #[derive(Clone, Debug, Default)]
 struct Known {
     kn: Vec<u64>,
-    /// `kn` after each event (index `g - 1` for event `g`).
-    hist: Vec<Vec<u64>>,
+    /// Events completed.
+    n: u64,
+    /// `kn` after each event `g` whose knowledge of other threads changed, as `(g, kn)`: `kn`
+    /// after any event `g` is the last entry at or before it with the thread's own entry `g`.
+    hist: Vec<(u64, Vec<u64>)>,
     /// First event of each transaction (index = transaction id; 0 for transaction 0).
-    begin: Vec<u64>,
+    begin: Seq,
     /// Event of each read, in order.
-    read_at: Vec<u64>,
+    read_at: Seq,
     deferred: Vec<(u64, Cond)>,
 }
 
@@ -54,18 +58,16 @@ impl Dry {
         if g == 0 {
             return;
         }
-        let h = self
-            .th
-            .get(&u)
-            .and_then(|k| k.hist.get(g as usize - 1))
-            .cloned();
-        let k = self.k(t);
-        if let Some(h) = h {
-            join(&mut k.kn, &h);
-        }
+        let Some(ku) = self.th.get(&u).filter(|k| g <= k.n) else {
+            return;
+        };
+        let p = ku.hist.partition_point(|(f, _)| *f <= g);
+        let mut h = ku.hist[p - 1].1.clone();
+        h[u as usize] = g;
+        join(&mut self.k(t).kn, &h);
     }
     fn last(&self, u: ThreadId) -> u64 {
-        self.th.get(&u).map_or(0, |k| k.hist.len() as u64)
+        self.th.get(&u).map_or(0, |k| k.n)
     }
     /// Events of other threads that `c`, holding, guarantees complete.
     fn guarantees(&self, c: &Cond) -> Vec<(ThreadId, u64)> {
@@ -75,7 +77,7 @@ impl Dry {
             }
             self.th
                 .get(&u)
-                .and_then(|k| k.begin.get(tr as usize).copied())
+                .and_then(|k| k.begin.get(tr as usize))
                 .unwrap_or_else(|| self.last(u))
         };
         match c {
@@ -91,7 +93,7 @@ impl Dry {
                         let g = self
                             .th
                             .get(&u)
-                            .and_then(|k| k.read_at.get(n as usize - 1).copied())
+                            .and_then(|k| k.read_at.get(n as usize - 1))
                             .unwrap_or(0);
                         (u, g)
                     })
@@ -116,7 +118,7 @@ impl Dry {
 /// order on the pass's shared state.
 pub(super) fn dry_run(
     seed: TplayLog,
-    trace: &[(Option<Event>, ThreadId)],
+    trace: impl Iterator<Item = (Option<Op>, ThreadId)>,
     without: Option<Added>,
 ) -> TplayPlusLog {
     let mut q = Queues::of(&seed);
@@ -128,12 +130,11 @@ pub(super) fn dry_run(
     };
     let mut locs = LocState::default();
     let mut rel: HashMap<LockId, (ThreadId, u64)> = HashMap::default();
-    for &(ev, t) in trace {
-        let Some(ev) = ev else {
+    for (op, t) in trace {
+        let Some(op) = op else {
             d.prog.exit(t);
             continue;
         };
-        let op = ev.op;
         let k = d.last(t) + 1;
         let i = t as usize;
         let tr = d.prog.tr.get(i).copied().unwrap_or(0);
@@ -154,7 +155,8 @@ pub(super) fn dry_run(
         }
         d.publish(t, k, op);
     }
-    d.finish(&q, seed)
+    d.count_undelivered(&q);
+    d.finish(seed)
 }
 
 impl Dry {
@@ -268,8 +270,15 @@ impl Dry {
             kt.kn.resize(i + 1, 0);
         }
         kt.kn[i] = k;
-        let snap = kt.kn.clone();
-        kt.hist.push(snap);
+        kt.n = k;
+        let same = kt.hist.last().is_some_and(|(_, h)| {
+            (0..h.len().max(kt.kn.len()))
+                .all(|u| u == i || h.get(u).unwrap_or(&0) == kt.kn.get(u).unwrap_or(&0))
+        });
+        if !same {
+            let snap = kt.kn.clone();
+            kt.hist.push((k, snap));
+        }
         if kt.begin.is_empty() {
             kt.begin.push(0);
         }
@@ -285,9 +294,8 @@ impl Dry {
         }
     }
 
-    /// After the pass: count the seed's records never handed out or still waiting as dropped,
-    /// and sort every thread's checks by event.
-    fn finish(mut self, q: &HashMap<ThreadId, Queues>, seed: TplayLog) -> TplayPlusLog {
+    /// After the pass: count the seed's records never handed out as dropped.
+    fn count_undelivered(&mut self, q: &HashMap<ThreadId, Queues>) {
         for q in q.values() {
             for (k, n) in [q.d.len(), q.rw.len(), q.a.len(), q.b.len()]
                 .into_iter()
@@ -296,6 +304,10 @@ impl Dry {
                 self.stats.dropped[k] += n as u64;
             }
         }
+    }
+
+    /// Then count the records still waiting as dropped, and sort every thread's checks by event.
+    fn finish(mut self, seed: TplayLog) -> TplayPlusLog {
         for k in self.th.values() {
             for (_, c) in &k.deferred {
                 self.stats.dropped[kind(c)] += 1;

@@ -23,13 +23,23 @@ pub struct TplayPlusReplayer {
 
 impl TplayPlusReplayer {
     pub(super) fn from_log(log: &TplayPlusLog, without: Option<Added>) -> Self {
+        let log = TplayPlusLog {
+            checks: log.checks.clone(),
+            l: log.l.clone(),
+            ..Default::default()
+        };
+        Self::from_log_owned(log, without)
+    }
+
+    /// The replayer of `log`, taking its checks without copying them (the runtime's: a
+    /// long recording's checks are most of its memory).
+    pub fn from_log_owned(log: TplayPlusLog, without: Option<Added>) -> Self {
         let seed_place = without == Some(Added::DueEvent);
         let mut r = TplayPlusReplayer {
             at_callback: without == Some(Added::AtAccess),
             ..Default::default()
         };
-        for (&t, v) in &log.checks {
-            let mut v: Vec<Check> = v.clone();
+        for (t, mut v) in log.checks {
             if seed_place {
                 for c in &mut v {
                     c.at = c.seed_at;

@@ -130,9 +130,12 @@ pub struct TplayRecorder {
     scratch_counts: Vec<u32>,
     finished: HashMap<ThreadId, Vec<u32>>,
     nthreads: u32,
-    /// Every record in `log.dset` (each vector holds its sink thread's records): membership
-    /// in O(1) instead of a scan of the vector per interleaving.
+    /// The records in `log.dset` that a later step may still add or remove (each vector holds
+    /// its sink thread's records): membership in O(1) instead of a scan of the vector per
+    /// interleaving. Settled records are swept out (`sweep`).
     in_dset: HashSet<Inter>,
+    /// `in_dset`'s size after its last sweep.
+    swept: usize,
 }
 
 impl TplayRecorder {
@@ -155,7 +158,24 @@ impl TplayRecorder {
         }
         if self.in_dset.insert(i) {
             self.log.dset.entry(t).or_default().push(i);
+            if self.in_dset.len() >= 2 * self.swept.max(1 << 12) {
+                self.sweep();
+            }
         }
+    }
+
+    /// Drop from `in_dset` the records no later step can add or remove: a record is added with
+    /// its sink's current transaction and removed (`on_violation`) with the violating thread's
+    /// current transaction as its source or its sink; a transaction that is not its thread's
+    /// current one, or whose thread finished, never is again. Amortized O(1) per record.
+    fn sweep(&mut self) {
+        let (threads, finished) = (&self.threads, &self.finished);
+        let open = |t: ThreadId, tr: u64| {
+            threads.get(&t).is_some_and(|th| th.tr == tr) && !finished.contains_key(&t)
+        };
+        self.in_dset
+            .retain(|i| open(i.src, i.src_id) || open(i.sink, i.sink_id));
+        self.swept = self.in_dset.len();
     }
 
     /// Remove record `i` from `dSet` (its sink's list); whether it was there.
