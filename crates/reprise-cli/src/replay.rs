@@ -60,7 +60,8 @@ impl<'a> ReplaySink<'a> {
 
     /// How the output compared; Err(Fail) when a recorded chunk is damaged.
     fn outputs(&self, path: &std::path::Path) -> Result<Outputs> {
-        let damaged = |e: &reprise_trace::TraceError| Failure::Replay(format!("{}: {e}", path.display()));
+        let damaged =
+            |e: &reprise_trace::TraceError| Failure::Replay(format!("{}: {e}", path.display()));
         Ok(Outputs {
             stdout: self.out.verdict().map_err(damaged)?,
             stderr: self.err.verdict().map_err(damaged)?,
@@ -128,7 +129,8 @@ impl Loaded {
 /// trace whose recorder was killed (no footer, the last frame perhaps torn) loads as far as
 /// its intact frames go.
 pub fn load(path: &std::path::Path) -> Result<Loaded> {
-    let damaged = |e: reprise_trace::TraceError| Failure::Replay(format!("{}: {e}", path.display()));
+    let damaged =
+        |e: reprise_trace::TraceError| Failure::Replay(format!("{}: {e}", path.display()));
     let reader = TraceReader::open(path).map_err(damaged)?;
     let (header, chunks, footer) = reader.read_salvaged_raw().map_err(damaged)?;
     let interrupted = footer.is_none();

@@ -496,7 +496,10 @@ fn bench_sync_quick() {
     for row in ["| histogram | suite |", "| pigz | Debian |"] {
         let line = md.lines().find(|l| l.starts_with(row));
         // The verified column, then the attempts column ("-": not a racy program).
-        assert!(line.is_some_and(|l| l.ends_with("| 1/1 | - |")), "{row}:\n{md}");
+        assert!(
+            line.is_some_and(|l| l.ends_with("| 1/1 | - |")),
+            "{row}:\n{md}"
+        );
     }
     assert!(md.contains("suite: record/native geomean"), "{md}");
 }

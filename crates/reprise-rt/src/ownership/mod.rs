@@ -481,8 +481,7 @@ pub fn stop_all(me: u32) {
         let xs = state::shared(x);
         let st = state::status(x);
         let stopped = || {
-            xs.mb.free.load(Ordering::SeqCst) != 0
-                || st.state.load(Ordering::SeqCst) != ST_RUNNING
+            xs.mb.free.load(Ordering::SeqCst) != 0 || st.state.load(Ordering::SeqCst) != ST_RUNNING
         };
         let mut waited = 0;
         while waited < 2_000 && !stopped() {
