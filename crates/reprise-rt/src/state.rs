@@ -127,7 +127,7 @@ pub fn log(tid: u32) -> &'static Log {
     unsafe { &*((THREADS_ADDR + tid as u64 * THREAD_SLOT + LOG_OFF) as *const Log) }
 }
 
-/// What `CUR` holds for a thread without a slot: an all-zero [`Shared`] part (a valid one:
+/// What `reprise_cur` holds for a thread without a slot: an all-zero [`Shared`] part (a valid one:
 /// slots are zero-filled mappings too) whose `fast_limit` of 0 sends every access of such a
 /// thread down the slow path, so the fast path needs no null check. Never written (only
 /// [`cur_or_idle`]'s callers read it, and only its atomics, before the fast path's limit check
@@ -138,9 +138,26 @@ unsafe impl Sync for Idle {}
 static IDLE: Idle = Idle(core::cell::UnsafeCell::new(core::mem::MaybeUninit::zeroed()));
 const IDLE_PTR: *const Shared = IDLE.0.get().cast();
 
+// The current thread's slot (its `Shared` part, at the slot's start), or the idle one: a
+// thread-local word of the initial-exec model (`reprise_cur`), read by the access callbacks
+// with two instructions and no call. Rust's `thread_local!` in this position-independent
+// archive takes the general-dynamic model: a call to `__tls_get_addr` (relaxed by the linker,
+// but the callback still saves a register around it). Initial-exec links into the program and
+// into the sync-mode `.so` alike (loaded at start-up, so its TLS is static).
+core::arch::global_asm!(
+    ".pushsection .tdata,\"awT\",@progbits",
+    ".p2align 3",
+    ".globl reprise_cur",
+    ".hidden reprise_cur",
+    ".type reprise_cur, @object",
+    ".size reprise_cur, 8",
+    "reprise_cur:",
+    ".quad {idle}",
+    ".popsection",
+    idle = sym IDLE,
+);
+
 thread_local! {
-    /// The current thread's slot (its `Shared` part, at the slot's start), or the idle one.
-    static CUR: Cell<*const Shared> = const { Cell::new(IDLE_PTR) };
     /// True while runtime code runs on this thread (memory wrappers then pass through).
     pub static IN_RT: Cell<bool> = const { Cell::new(false) };
 }
@@ -160,18 +177,37 @@ pub fn cur() -> *mut Thread {
 /// has no slot: for the fast path, whose limit check then fails without a null check.
 #[inline(always)]
 pub fn cur_or_idle() -> *const Shared {
-    CUR.with(|c| c.get())
+    let p: *const Shared;
+    // SAFETY: reads this thread's `reprise_cur` word (defined above: 8 bytes of static TLS,
+    // initialised to the idle part, written only by `set_cur` on the same thread).
+    unsafe {
+        core::arch::asm!(
+            "movq reprise_cur@gottpoff(%rip), {p}",
+            "movq %fs:({p}), {p}",
+            p = out(reg) p,
+            options(att_syntax, nostack, preserves_flags, readonly, pure),
+        );
+    }
+    p
 }
 
 /// Set the current thread's slot from its private part (null: none).
 pub fn set_cur(t: *mut Thread) {
-    CUR.with(|c| {
-        c.set(if t.is_null() {
-            IDLE_PTR
-        } else {
-            (t as usize - PRIV_OFF) as *const Shared
-        })
-    })
+    let v = if t.is_null() {
+        IDLE_PTR
+    } else {
+        (t as usize - PRIV_OFF) as *const Shared
+    };
+    // SAFETY: writes this thread's own `reprise_cur` word (see `cur_or_idle`).
+    unsafe {
+        core::arch::asm!(
+            "movq reprise_cur@gottpoff(%rip), {o}",
+            "movq {v}, %fs:({o})",
+            o = out(reg) _,
+            v = in(reg) v,
+            options(att_syntax, nostack, preserves_flags),
+        );
+    }
 }
 
 /// Private part of thread `tid`'s slot (only the thread itself, or its creator before it
