@@ -141,6 +141,17 @@ fn count_fast(t: &Shared, e: u64, k: u64) {
     t.events.store(e, Ordering::Release);
 }
 
+/// Whether an access of `size` bytes at `addr` spans two granules. An access aligned to its
+/// size, a power of two up to a granule, cannot: for a callback of fixed size this folds to
+/// one alignment test (`test; jne`), the full check running only for unaligned addresses.
+#[inline(always)]
+fn crosses(addr: usize, size: usize) -> bool {
+    if size.is_power_of_two() && size <= 1 << GRANULE_SHIFT && addr & (size - 1) == 0 {
+        return false;
+    }
+    (addr ^ (addr + size - 1)) >> GRANULE_SHIFT != 0
+}
+
 /// The gate of the fast path: Some(event number) when access `k` of `size` bytes at `addr`
 /// may proceed without the runtime (record: the thread owns or shares its granule; replay: no
 /// edge, checkpoint or end is due at this event). `t` is the current thread's shared part (or
@@ -153,7 +164,7 @@ pub fn fast_gate(t: &Shared, addr: usize, size: usize, write: bool) -> Option<u6
     if unsafe { t.own_replay.get() } {
         return (e < t.fast_limit.load(Ordering::Relaxed)).then_some(e);
     }
-    if (addr ^ (addr + size - 1)) >> GRANULE_SHIFT != 0 {
+    if crosses(addr, size) {
         return None;
     }
     let idx = slot_of(addr);
