@@ -15,15 +15,28 @@ use crate::state::Strategy;
 use core::ffi::c_void;
 use core::sync::atomic::*;
 
-/// One plain or ranged access of `size` bytes at `addr`: the ownership fast path when it
-/// applies (one thread-local load, one shadow compare), else the strategy's slow path.
+/// One plain access of a fixed `size` (a constant) at `addr`: see [`access_at`].
 #[inline(always)]
 pub fn on_access(addr: usize, size: usize, k: u64) {
+    access_at(addr, size, k, true)
+}
+
+/// One ranged access of `size` bytes at `addr`: see [`access_at`].
+#[inline(always)]
+fn on_range(addr: usize, size: usize, k: u64) {
+    access_at(addr, size, k, false)
+}
+
+/// One plain (`fixed`: a callback of constant size) or ranged access of `size` bytes at
+/// `addr`: the ownership fast path when it applies (one thread-local load, one shadow
+/// compare), else the strategy's slow path.
+#[inline(always)]
+fn access_at(addr: usize, size: usize, k: u64, fixed: bool) {
     // SAFETY: this thread's own slot's shared part (set by the thread itself), or the idle
     // one, whose zero limit fails the gate: atomics only, never covered by a `&mut` (the fast
     // path makes no `&mut Thread`).
     let t = unsafe { &*crate::state::cur_or_idle() };
-    if let Some(e) = ownership::fast_gate(t, addr, size, k != kind::READ) {
+    if let Some(e) = ownership::fast_gate(t, addr, size, k != kind::READ, fixed) {
         ownership::fast_done(t, e, addr, size, k);
         return;
     }
@@ -64,7 +77,7 @@ fn slow_access(addr: usize, size: usize, k: u64) {
 fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R) -> R {
     // SAFETY: as in `on_access`.
     let t = unsafe { &*crate::state::cur_or_idle() };
-    if let Some(e) = ownership::fast_gate(t, addr, size, true) {
+    if let Some(e) = ownership::fast_gate(t, addr, size, true, true) {
         ownership::count_fast_atomic(t, e);
         let r = op();
         crate::handover::pend_done(t);
@@ -148,13 +161,13 @@ plain! {
 #[no_mangle]
 pub extern "C" fn __tsan_read_range(a: *mut c_void, n: usize) {
     if n > 0 {
-        on_access(a as usize, n, kind::READ)
+        on_range(a as usize, n, kind::READ)
     }
 }
 #[no_mangle]
 pub extern "C" fn __tsan_write_range(a: *mut c_void, n: usize) {
     if n > 0 {
-        on_access(a as usize, n, kind::WRITE)
+        on_range(a as usize, n, kind::WRITE)
     }
 }
 #[no_mangle]

@@ -142,11 +142,12 @@ fn count_fast(t: &Shared, e: u64, k: u64) {
 }
 
 /// Whether an access of `size` bytes at `addr` spans two granules. An access aligned to its
-/// size, a power of two up to a granule, cannot: for a callback of fixed size this folds to
-/// one alignment test (`test; jne`), the full check running only for unaligned addresses.
+/// size, a power of two up to a granule, cannot: for a callback of fixed size (`fixed`, with
+/// `size` a constant) this folds to one alignment test (`test; jne`), the full check running
+/// only for unaligned addresses; a ranged access takes the full check alone.
 #[inline(always)]
-fn crosses(addr: usize, size: usize) -> bool {
-    if size.is_power_of_two() && size <= 1 << GRANULE_SHIFT && addr & (size - 1) == 0 {
+fn crosses(addr: usize, size: usize, fixed: bool) -> bool {
+    if fixed && size.is_power_of_two() && size <= 1 << GRANULE_SHIFT && addr & (size - 1) == 0 {
         return false;
     }
     (addr ^ (addr + size - 1)) >> GRANULE_SHIFT != 0
@@ -158,13 +159,13 @@ fn crosses(addr: usize, size: usize) -> bool {
 /// the idle one, whose limit of 0 fails the limit test; its `pend` is written by any thread
 /// not registered yet, and read by nobody).
 #[inline(always)]
-pub fn fast_gate(t: &Shared, addr: usize, size: usize, write: bool) -> Option<u64> {
+pub fn fast_gate(t: &Shared, addr: usize, size: usize, write: bool, fixed: bool) -> Option<u64> {
     let e = t.events.load(Ordering::Relaxed) + 1;
     // SAFETY: as for the `Mine` reads below.
     if unsafe { t.own_replay.get() } {
         return (e < t.fast_limit.load(Ordering::Relaxed)).then_some(e);
     }
-    if crosses(addr, size) {
+    if crosses(addr, size, fixed) {
         return None;
     }
     let idx = slot_of(addr);
