@@ -75,6 +75,8 @@ const RDEX_BIT: u32 = 0x2000_0000;
 const READ_SHARING: bool = true;
 /// Epochs stop here (then readers take granules exclusively instead of sharing them).
 const MAX_EPOCH: u32 = RDEX_BIT - 16;
+// The fast path's read test clears `RDEX_BIT` before its epoch compare (`fast_gate`).
+const _: () = assert!(MAX_EPOCH < RDEX_BIT && RDEX_BIT < LOCKED && LOCKED < SHARED);
 
 /// The owner word of the granule holding byte `addr`. Within a 32 GiB-aligned block the map is
 /// direct (granule index); blocks are spread by a multiplicative constant, so the program's
@@ -183,7 +185,11 @@ pub fn fast_gate(t: &Shared, addr: usize, size: usize, write: bool, fixed: bool)
     let ok = if write {
         s == me
     } else {
-        (s & !RDEX_BIT) == me || s.wrapping_sub(SHARED) <= unsafe { t.rdsh_seen.get() }
+        // Clearing `RDEX_BIT` once serves both tests (no copy of `s`): a read-shared word
+        // never has it (epochs stay below it), and an `RDEX` word without it is an `EXCL`
+        // one, below `SHARED`, so it fails the epoch test as before.
+        let s = s & !RDEX_BIT;
+        s == me || s.wrapping_sub(SHARED) <= unsafe { t.rdsh_seen.get() }
     };
     ok.then_some(e)
 }
