@@ -155,6 +155,26 @@ fn crosses(addr: usize, size: usize, fixed: bool) -> bool {
     (addr ^ (addr + size - 1)) >> GRANULE_SHIFT != 0
 }
 
+/// `e < t.fast_limit`, as one compare with the limit in memory (a Rust atomic load is never
+/// folded into the compare: one more instruction).
+#[inline(always)]
+fn below_limit(t: &Shared, e: u64) -> bool {
+    // SAFETY: an aligned 8-byte load of `t.fast_limit` (a relaxed atomic load on x86-64: other
+    // threads store to it atomically); reads no other memory, writes none.
+    unsafe {
+        core::arch::asm!(
+            "cmpq {e}, {off}({t})",
+            "jbe {no}",
+            e = in(reg) e,
+            t = in(reg) t as *const Shared,
+            off = const core::mem::offset_of!(Shared, fast_limit),
+            no = label { return false; },
+            options(att_syntax, nostack, readonly),
+        );
+    }
+    true
+}
+
 /// The gate of the fast path: Some(event number) when access `k` of `size` bytes at `addr`
 /// may proceed without the runtime (record: the thread owns or shares its granule; replay: no
 /// edge, checkpoint or end is due at this event). `t` is the current thread's shared part (or
@@ -165,7 +185,7 @@ pub fn fast_gate(t: &Shared, addr: usize, size: usize, write: bool, fixed: bool)
     let e = t.events.load(Ordering::Relaxed) + 1;
     // SAFETY: as for the `Mine` reads below.
     if unsafe { t.own_replay.get() } {
-        return (e < t.fast_limit.load(Ordering::Relaxed)).then_some(e);
+        return below_limit(t, e).then_some(e);
     }
     if crosses(addr, size, fixed) {
         return None;
@@ -174,7 +194,7 @@ pub fn fast_gate(t: &Shared, addr: usize, size: usize, write: bool, fixed: bool)
     // Before the limit and shadow loads: from here the access may be pending (module
     // handover), and the process end sees this callback in progress (`stop_all`).
     handover::pend(t, e, idx);
-    if e >= t.fast_limit.load(Ordering::Relaxed) {
+    if !below_limit(t, e) {
         return None;
     }
     let s = slot_word(idx).load(Ordering::Relaxed);
