@@ -379,6 +379,7 @@ static long do_write(int fd, const void *buf, size_t n, long (*real)(int, const 
     long r = 0;
     int e = 0;
     if (!reprise_io_replaying()) {
+        reprise_safe_point(); /* what the write's SIGSYS would do, without the signal */
         CANCELLABLE(NULL, r = real(fd, buf, n, extra));
         e = errno;
         if (r > 0) mark_written(fd);

@@ -41,10 +41,18 @@ pub extern "C" fn reprise_safe_point() {
         // The caller (the C shim) performs uninstrumented libc work, possibly blocking, before
         // the program's next callback: ownership requests are granted meanwhile.
         crate::ownership::set_free(e.t().sh());
-        // Not inside a stdio call: its system calls must trap (they are captured).
-        if !crate::capture::on() {
-            e.t().sud_hold = true;
-        }
+        untrap(e.t());
+    }
+}
+
+/// Right after a safe point, with no turn taken since: what the thread's next SIGSYS would do
+/// (`sud::on_sigsys`: ownership requests granted, system calls untrapped up to the next
+/// runtime entry), done now, without the signal. Nothing without Syscall User Dispatch, nor
+/// inside a stdio call (its system calls must trap: they are captured).
+pub fn untrap(t: &mut state::Thread) {
+    if t.sud_on && !crate::capture::on() {
+        crate::ownership::set_free(t.sh());
+        t.sud_hold = true;
     }
 }
 
