@@ -123,6 +123,12 @@ pub fn exe_hash(p: &Path) -> Result<String> {
     Ok(format!("{:016x}", h.digest()))
 }
 
+/// Output is written to the trace in chunks of this size while the program runs, not all at
+/// its end: a compressor writing megabytes to stdout (zstd -T2: 6.5 MB in 60 ms) otherwise
+/// left the launcher compressing and writing all of it after the program exited, in buffers
+/// grown to the whole output (their pages faulted in once each), about 10 ms of wall time.
+const OUTPUT_CHUNK: usize = 1 << 20;
+
 struct RecordSink {
     w: TraceWriter<BufWriter<std::fs::File>>,
     ev: Vec<u8>,
@@ -197,12 +203,20 @@ impl Sink for RecordSink {
         if self.keep_output {
             self.all_out.extend_from_slice(b);
         }
+        if self.out.len() >= OUTPUT_CHUNK {
+            self.w.write_chunk(ChunkKind::Stdout, &self.out)?;
+            self.out.clear();
+        }
         Ok(())
     }
     fn stderr(&mut self, b: &[u8]) -> Result<()> {
         self.err.extend_from_slice(b);
         if self.keep_output {
             self.all_err.extend_from_slice(b);
+        }
+        if self.err.len() >= OUTPUT_CHUNK {
+            self.w.write_chunk(ChunkKind::Stderr, &self.err)?;
+            self.err.clear();
         }
         Ok(())
     }

@@ -96,14 +96,38 @@ static void note_reexec(int fd, const struct stat *st)
                       (uint64_t)st->st_mtim.tv_nsec, path, (size_t)n);
 }
 
+/* Devices (st_dev) known to be /proc or /sys (1) or neither (0): a file system's type is its
+ * device's, so one fstatfs per device, not one per read (xz reads its input 8 KiB at a time:
+ * 2562 fstatfs calls on one file). */
+static struct { dev_t dev; int pseudo; } fs_kinds[32];
+static int nfs_kinds;
+
+static int pseudo_fs(int fd, dev_t dev)
+{
+    lock_w();
+    for (int i = 0; i < nfs_kinds; i++)
+        if (fs_kinds[i].dev == dev) { int p = fs_kinds[i].pseudo; unlock_w(); return p; }
+    unlock_w();
+    struct statfs fs;
+    if (RAW_FSTATFS(fd, &fs) != 0) return 0;
+    int p = fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC;
+    lock_w();
+    if (nfs_kinds < 32) {
+        fs_kinds[nfs_kinds].dev = dev;
+        fs_kinds[nfs_kinds].pseudo = p;
+        nfs_kinds++;
+    }
+    unlock_w();
+    return p;
+}
+
 static int file_read_class(int fd, int rf)
 {
     if (fd == 0 || (rf & RF_PORTABLE)) return IO_EMULATE;
     struct stat st;
     if (RAW_FSTAT(fd, &st) != 0 || !S_ISREG(st.st_mode)) return IO_EMULATE;
     if (!(rf & RF_HASH_ALL) && st.st_size < REEXEC_FILE_SIZE) return IO_EMULATE;
-    struct statfs fs;
-    if (RAW_FSTATFS(fd, &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC)) return IO_EMULATE;
+    if (pseudo_fs(fd, st.st_dev)) return IO_EMULATE;
     int w = 0;
     lock_w();
     for (int i = 0; i < nwritten; i++)
@@ -210,6 +234,7 @@ static long do_read(int fd, void *buf, size_t n, long (*real)(int, void *, size_
         long r = -1;
         int e = 0;
         if (!reprise_io_replaying()) {
+            reprise_safe_point(); /* what the read's SIGSYS would do, without the signal */
             CANCELLABLE(NULL, r = real(fd, buf, n, extra));
             e = errno;
         } else CANCEL_POINT();
@@ -219,6 +244,7 @@ static long do_read(int fd, void *buf, size_t n, long (*real)(int, void *, size_
     }
     long r;
     CANCEL_POINT();
+    reprise_safe_point(); /* what the read's SIGSYS would do, without the signal */
     CANCELLABLE(NULL, r = real(fd, buf, n, extra));
     int e = errno;
     reprise_io_check((uint64_t)r, "the length of a re-executed file read (the file changed since the recording, or is missing: `record --portable` keeps the bytes read)");
@@ -353,6 +379,7 @@ static long do_write(int fd, const void *buf, size_t n, long (*real)(int, const 
     long r = 0;
     int e = 0;
     if (!reprise_io_replaying()) {
+        reprise_safe_point(); /* what the write's SIGSYS would do, without the signal */
         CANCELLABLE(NULL, r = real(fd, buf, n, extra));
         e = errno;
         if (r > 0) mark_written(fd);

@@ -30,7 +30,10 @@ pub extern "C" fn reprise_ordered(obj: *const c_void) -> c_int {
     1
 }
 
-/// A safe point (the previous access is complete; release its turn).
+/// A safe point (the previous access is complete; release its turn). The thread's system
+/// calls stay untrapped until its next runtime entry: the first one would only have made this
+/// same safe point again (see `sud`), at the cost of a SIGSYS (the shim's reads paid two per
+/// call: its descriptor check and the read itself).
 #[no_mangle]
 pub extern "C" fn reprise_safe_point() {
     if let Some(mut e) = enter() {
@@ -38,6 +41,18 @@ pub extern "C" fn reprise_safe_point() {
         // The caller (the C shim) performs uninstrumented libc work, possibly blocking, before
         // the program's next callback: ownership requests are granted meanwhile.
         crate::ownership::set_free(e.t().sh());
+        untrap(e.t());
+    }
+}
+
+/// Right after a safe point, with no turn taken since: what the thread's next SIGSYS would do
+/// (`sud::on_sigsys`: ownership requests granted, system calls untrapped up to the next
+/// runtime entry), done now, without the signal. Nothing without Syscall User Dispatch, nor
+/// inside a stdio call (its system calls must trap: they are captured).
+pub fn untrap(t: &mut state::Thread) {
+    if t.sud_on && !crate::capture::on() {
+        crate::ownership::set_free(t.sh());
+        t.sud_hold = true;
     }
 }
 

@@ -8,7 +8,9 @@
 //! its turn), switches the selector to "allow", counts the call and rewinds the instruction
 //! pointer so the call re-executes natively. Every later call up to the thread's next runtime
 //! entry runs untrapped: the thread holds no turn then, so none of them can block another
-//! thread's turn, which is what the safe-point rule needs.
+//! thread's turn, which is what the safe-point rule needs. A runtime call that ends with a
+//! safe point and takes no turn after it leaves the selector at "allow" itself
+//! ([`crate::calls::untrap`]): the trap would only have repeated that safe point.
 //!
 //! Inside a stdio call every system call is trapped and performed by the handler instead
 //! ([`crate::capture`]); the handler then returns with the selector still trapping, which the

@@ -163,15 +163,18 @@ unsafe fn attempt(
     }
 }
 
-/// A release: just a safe point before the real call.
+/// A release: just a safe point before the real call (whose wake-up `futex`, if any, then runs
+/// untrapped: see [`crate::calls::untrap`]).
 unsafe fn release(f: impl FnOnce() -> c_int) -> c_int {
     if let Some(mut e) = enter() {
         access::safe_point(e.t());
+        crate::calls::untrap(e.t());
     }
     f()
 }
 
-/// A lock release: a safe point; under a model strategy also the model's release event.
+/// A lock release: a safe point; under a model strategy also the model's release event (whose
+/// model stripe is held to the next safe point: the real call's system calls still trap).
 unsafe fn release_obj(obj: *const c_void, f: impl FnOnce() -> c_int) -> c_int {
     if let Some(mut e) = enter() {
         let t = e.t();
@@ -179,6 +182,8 @@ unsafe fn release_obj(obj: *const c_void, f: impl FnOnce() -> c_int) -> c_int {
         if crate::model::active() {
             crate::model::event(t, || reprise_core::Op::Release(obj as u64));
             access::count_event(t, 0, t.model_key, kind::LOCK);
+        } else {
+            crate::calls::untrap(t);
         }
     }
     f()

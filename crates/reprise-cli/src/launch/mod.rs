@@ -199,8 +199,24 @@ enum Msg {
     Eof,
 }
 
+/// Put the calling thread (not the process) under SCHED_BATCH: it keeps its fair share of the
+/// CPU, but its wake-ups no longer preempt the running thread (the kernel preempts for
+/// SCHED_NORMAL wakees only). The launcher's threads wake each time the program writes to one
+/// of its pipes (stdout, the runtime's channel); as SCHED_NORMAL wakees they preempted the
+/// writer inside its `write` and ran the hand-over chain (reader thread, this loop) first: xz
+/// -T2 recorded, its main thread's 8 KiB stdout writes took about 1 ms each that way while
+/// its two workers, fed by that thread, sat waiting for input (166 condition waits against
+/// 46 natively). Called after the fork: the program keeps the policy it was started with.
+fn batch_thread() {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: plain FFI call on the calling thread (pid 0) with a valid parameter; failure is
+    // harmless (the thread stays SCHED_NORMAL).
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &p) };
+}
+
 fn reader(fd: OwnedFd, tx: mpsc::Sender<Msg>, wrap: fn(Vec<u8>) -> Msg) {
     std::thread::spawn(move || {
+        batch_thread();
         let mut f = std::fs::File::from(fd);
         let mut buf = vec![0u8; 1 << 16];
         loop {
@@ -507,6 +523,7 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         None => None,
     };
     drop((ev_w, out_w, err_w));
+    batch_thread();
     let (tx, rx) = mpsc::channel();
     reader(ev_r, tx.clone(), Msg::Events);
     reader(out_r, tx.clone(), Msg::Stdout);
