@@ -38,18 +38,6 @@ int main(void) {
 }
 "#;
 
-/// Build `libplugin.so` in `w` returning `v` from `plugin_value`.
-fn build_plugin(w: &Work, v: i32) {
-    let src = w.path("plugin.c");
-    std::fs::write(&src, format!("int plugin_value(void) {{ return {v}; }}\n")).unwrap();
-    let o = Command::new("gcc")
-        .current_dir(w.dir.path())
-        .args(["-shared", "-fPIC", "-O2", "-o", "libplugin.so", "plugin.c"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-}
-
 /// Build the program: with `reprise cc` (full mode) or plain gcc (sync mode).
 fn build_main(w: &Work, full: bool) {
     std::fs::write(w.path("uses_plugin.c"), MAIN).unwrap();
@@ -76,7 +64,7 @@ fn build_main(w: &Work, full: bool) {
 
 fn changed_plugin_is_refused(full: bool) {
     let w = Work::new();
-    build_plugin(&w, 1);
+    w.build_value_lib("plugin", 1);
     build_main(&w, full);
     let r = record(&w, "uses_plugin", &[], "plugin.trace", &[]);
     assert_eq!(r.status, 0, "{}", String::from_utf8_lossy(&r.stderr));
@@ -109,7 +97,7 @@ fn changed_plugin_is_refused(full: bool) {
     assert!(!err.contains("warning"), "{err}");
 
     // Rebuilt with a change: refused before the program runs, naming the library.
-    build_plugin(&w, 2);
+    w.build_value_lib("plugin", 2);
     let err = replay_rejected(&w, &r.trace);
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("reprise:")).collect();
     assert_eq!(lines.len(), 1, "{err}");

@@ -5,7 +5,6 @@
 mod common;
 use common::*;
 use reprise_trace::{TraceReader, TraceWriter};
-use std::process::Command;
 use std::time::Duration;
 
 const MAIN: &str = r#"
@@ -31,18 +30,6 @@ int main(void) {
 }
 "#;
 
-/// Build `libshim.so` in `w` returning `v` from `shim_value`.
-fn build_shim(w: &Work, v: i32) {
-    let src = w.path("shim.c");
-    std::fs::write(&src, format!("int shim_value(void) {{ return {v}; }}\n")).unwrap();
-    let o = Command::new("gcc")
-        .current_dir(w.dir.path())
-        .args(["-shared", "-fPIC", "-O2", "-o", "libshim.so", "shim.c"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-}
-
 fn build_main(w: &Work) {
     std::fs::write(w.path("uses_shim.c"), MAIN).unwrap();
     let o = w
@@ -67,7 +54,7 @@ fn replay(w: &Work, trace: &std::path::Path) -> (i32, String) {
 #[test]
 fn a_changed_shared_library_is_refused() {
     let w = Work::new();
-    build_shim(&w, 1);
+    w.build_value_lib("shim", 1);
     build_main(&w);
     let r = record(&w, "uses_shim", &[], "shim.trace", &[]);
     assert_eq!(r.status, 0);
@@ -112,7 +99,7 @@ fn a_changed_shared_library_is_refused() {
     );
 
     // Rebuilt with a change: refused before anything runs, naming the library.
-    build_shim(&w, 2);
+    w.build_value_lib("shim", 2);
     let err = replay_rejected(&w, &r.trace);
     let lib = w.path("libshim.so");
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("reprise:")).collect();

@@ -104,6 +104,29 @@ impl Work {
         let prog = program_child(child.id(), bin);
         (child, prog)
     }
+    /// Build `lib{name}.so` here with plain gcc: one function, `{name}_value`, returning `v`
+    /// (a library the tests change between record and replay).
+    pub fn build_value_lib(&self, name: &str, v: i32) {
+        let src = format!("{name}.c");
+        std::fs::write(
+            self.path(&src),
+            format!("int {name}_value(void) {{ return {v}; }}\n"),
+        )
+        .unwrap();
+        let o = Command::new("gcc")
+            .current_dir(self.dir.path())
+            .args([
+                "-shared",
+                "-fPIC",
+                "-O2",
+                "-o",
+                &format!("lib{name}.so"),
+                &src,
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
     /// Build `p` with `reprise cc`/`c++` (compiler: "gcc" or "clang"); returns the binary name.
     pub fn build(&self, p: &Program, compiler: &str) -> String {
         let out = format!("{}-{compiler}", p.name);
