@@ -95,36 +95,57 @@ pub fn stripe_of_addr(addr: usize) -> u32 {
 
 #[inline(always)]
 fn ticket_lock(st: &Stripe) {
-    let t = st.next.fetch_add(1, Ordering::Relaxed);
+    // (Sync mode sleeps at once: see `wait_turn`.)
+    ticket_wait(&st.next, &st.serving, &st.sleepers, || {
+        !crate::preload::sync()
+    });
+}
+
+#[inline(always)]
+fn ticket_unlock(st: &Stripe) {
+    ticket_release(&st.serving, &st.sleepers);
+}
+
+/// A fair ticket lock's acquisition, shared by LEAP's stripes and the model stripes: take a
+/// ticket from `next`, spin, then (when `yields()`, asked only once the spin is over) yield a
+/// few times, then sleep on `serving` counted in `sleepers`.
+#[inline(always)]
+pub(crate) fn ticket_wait(
+    next: &AtomicU32,
+    serving: &AtomicU32,
+    sleepers: &AtomicU32,
+    yields: impl Fn() -> bool,
+) {
+    let t = next.fetch_add(1, Ordering::Relaxed);
     let mut spins = 0u32;
     loop {
-        let s = st.serving.load(Ordering::Acquire);
+        let s = serving.load(Ordering::Acquire);
         if s == t {
             return;
         }
         spins += 1;
         if spins < 200 {
             core::hint::spin_loop();
-        } else if spins < 204 && !crate::preload::sync() {
-            // (Sync mode sleeps at once: see `wait_turn`.)
+        } else if spins < 204 && yields() {
             sys::yield_now();
         } else {
             let _e = sys::ErrnoGuard::new();
-            st.sleepers.fetch_add(1, Ordering::SeqCst);
-            sys::futex_wait(&st.serving, s);
-            st.sleepers.fetch_sub(1, Ordering::SeqCst);
+            sleepers.fetch_add(1, Ordering::SeqCst);
+            sys::futex_wait(serving, s);
+            sleepers.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }
 
+/// The release of [`ticket_wait`]'s lock: serve the next ticket, wake sleepers if any.
 #[inline(always)]
-fn ticket_unlock(st: &Stripe) {
-    st.serving.fetch_add(1, Ordering::SeqCst);
+pub(crate) fn ticket_release(serving: &AtomicU32, sleepers: &AtomicU32) {
+    serving.fetch_add(1, Ordering::SeqCst);
     // Dekker with the waiter: it counts itself a sleeper before futex_wait re-checks
     // `serving`, so either it sees the new value or we see it asleep.
-    if st.sleepers.load(Ordering::SeqCst) != 0 {
+    if sleepers.load(Ordering::SeqCst) != 0 {
         let _e = sys::ErrnoGuard::new();
-        sys::futex_wake(&st.serving, i32::MAX);
+        sys::futex_wake(serving, i32::MAX);
     }
 }
 

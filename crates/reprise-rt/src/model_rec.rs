@@ -19,7 +19,6 @@
 //! `G` for the step alone (a few hash operations), never across the program's access.
 #![allow(unsafe_code)]
 
-use crate::sys;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, Ordering};
 use reprise_core::aggreplay::{finish_log, AggLocs, AggrePlayLog, ExEntry};
@@ -90,35 +89,11 @@ fn note_thread(n: u32) -> u32 {
 }
 
 fn ticket_lock(st: &MStripe) {
-    let t = st.next.fetch_add(1, Ordering::Relaxed);
-    let mut spins = 0u32;
-    loop {
-        let s = st.serving.load(Ordering::Acquire);
-        if s == t {
-            return;
-        }
-        spins += 1;
-        if spins < 200 {
-            core::hint::spin_loop();
-        } else if spins < 204 {
-            sys::yield_now();
-        } else {
-            let _e = sys::ErrnoGuard::new();
-            st.sleepers.fetch_add(1, Ordering::SeqCst);
-            sys::futex_wait(&st.serving, s);
-            st.sleepers.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
+    crate::leap::ticket_wait(&st.next, &st.serving, &st.sleepers, || true);
 }
 
 fn ticket_unlock(st: &MStripe) {
-    st.serving.fetch_add(1, Ordering::SeqCst);
-    // Dekker with the waiter: it counts itself a sleeper before futex_wait re-checks
-    // `serving`, so either it sees the new value or we see it asleep.
-    if st.sleepers.load(Ordering::SeqCst) != 0 {
-        let _e = sys::ErrnoGuard::new();
-        sys::futex_wake(&st.serving, i32::MAX);
-    }
+    crate::leap::ticket_release(&st.serving, &st.sleepers);
 }
 
 /// The stripe of an event's object. Thread creations share one stripe: the created id is
