@@ -32,6 +32,10 @@ pub type Identity = (u64, u64, u64, i128, i128);
 
 struct Cache {
     path: Option<PathBuf>,
+    /// The cache file as read: searched for one line at a look-up (parsing its thousands of
+    /// lines into a map before every run cost about a millisecond).
+    text: Vec<u8>,
+    /// Hashes remembered by this process since it read the file.
     known: HashMap<(Vec<u8>, Identity), String>,
     lines: usize,
 }
@@ -52,17 +56,37 @@ pub fn identity(m: &std::fs::Metadata) -> Identity {
 
 fn load() -> Cache {
     let path = crate::tracedir::cache_dir().map(|d| d.join("hashes"));
-    let mut known = HashMap::new();
-    let mut lines = 0;
-    if let Some(text) = path.as_ref().and_then(|p| std::fs::read(p).ok()) {
-        for line in text.split(|&b| b == b'\n') {
-            lines += 1;
-            if let Some((k, h)) = parse(line) {
-                known.insert(k, h);
-            }
-        }
+    let text = path
+        .as_ref()
+        .and_then(|p| std::fs::read(p).ok())
+        .unwrap_or_default();
+    let lines = memchr::memchr_iter(b'\n', &text).count();
+    Cache {
+        path,
+        text,
+        known: HashMap::new(),
+        lines,
     }
-    Cache { path, known, lines }
+}
+
+impl Cache {
+    /// The remembered hash of `path` with identity `id`: the latest intact line for them.
+    fn get(&self, path: &[u8], id: &Identity) -> Option<String> {
+        if let Some(h) = self.known.get(&(path.to_vec(), *id)) {
+            return Some(h.clone());
+        }
+        let head = format!("{} {} {} {} {} ", id.0, id.1, id.2, id.3, id.4);
+        let at_line_start = |i: usize| i == 0 || self.text[i - 1] == b'\n';
+        // Forward (the vectorised direction); the last intact match wins.
+        memchr::memmem::find_iter(&self.text, head.as_bytes())
+            .filter(|&i| at_line_start(i))
+            .filter_map(|i| {
+                let line = self.text[i..].split(|&b| b == b'\n').next()?;
+                let ((p, lid), h) = parse(line)?;
+                (p == path && lid == *id).then_some(h)
+            })
+            .last()
+    }
 }
 
 /// `dev ino size mtime ctime hash path` (the path last: it may hold spaces).
@@ -86,8 +110,8 @@ pub fn file_hash(p: &Path) -> Result<String> {
     let key = before.map(|id| (p.as_os_str().as_bytes().to_vec(), id));
     let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let cache = guard.get_or_insert_with(load);
-    if let Some(h) = key.as_ref().and_then(|k| cache.known.get(k)) {
-        return Ok(h.clone());
+    if let Some(h) = key.as_ref().and_then(|(p, id)| cache.get(p, id)) {
+        return Ok(h);
     }
     let hash = crate::record::exe_hash(p)?;
     let (Some((path, id)), Some(cpath)) = (key, cache.path.clone()) else {
@@ -127,7 +151,40 @@ pub fn append_line(path: &Path, line: &[u8], start_over: bool) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{parse, Cache};
+    use std::collections::HashMap;
+
+    #[test]
+    fn finds_the_latest_intact_line_for_a_path_and_identity() {
+        let text = b"1 2 3 4 5 00000000000000aa /lib/a.so\n\
+9 1 2 3 4 5 00000000000000bb /lib/a.so\n\
+1 2 3 4 5 00000000000000cc /lib/b.so\n\
+1 2 3 4 5 0000000000000zzz /lib/a.so\n\
+1 2 3 4 5 00000000000000dd /lib/a.so\n\
+1 2 3 4 6 00000000000000ee /lib/a.so\n";
+        let c = Cache {
+            path: None,
+            text: text.to_vec(),
+            known: HashMap::new(),
+            lines: 6,
+        };
+        // The later intact line wins; a damaged one, a match inside another line, another path
+        // with the same identity and another identity are not taken.
+        assert_eq!(
+            c.get(b"/lib/a.so", &(1, 2, 3, 4, 5)).as_deref(),
+            Some("00000000000000dd")
+        );
+        assert_eq!(
+            c.get(b"/lib/b.so", &(1, 2, 3, 4, 5)).as_deref(),
+            Some("00000000000000cc")
+        );
+        assert_eq!(
+            c.get(b"/lib/a.so", &(1, 2, 3, 4, 6)).as_deref(),
+            Some("00000000000000ee")
+        );
+        assert_eq!(c.get(b"/lib/a.so", &(2, 3, 4, 5, 0)), None);
+        assert_eq!(c.get(b"/lib/c.so", &(1, 2, 3, 4, 5)), None);
+    }
 
     #[test]
     fn parses_lines_and_refuses_damaged_ones() {

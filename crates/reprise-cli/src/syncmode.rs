@@ -80,7 +80,7 @@ pub fn has_runtime(p: &Path) -> bool {
     // Stripped: the runtime's marker (`REPRISE_RUNTIME_MARKER`), built here from two parts so
     // that reprise itself does not hold it.
     let marker = [&b"\0reprise-runtime-"[..], b"marker-v1\0"].concat();
-    file.symbols().next().is_none() && data.windows(marker.len()).any(|w| w == marker)
+    file.symbols().next().is_none() && memchr::memmem::find(&data, &marker).is_some()
 }
 
 /// Bytes of the `LD_PRELOAD=...` entry in sync mode: the runtime's path is padded with
