@@ -107,8 +107,10 @@ impl<'a> OutputCheck<'a> {
             }
             let n = b.len().min(self.cur.len() - self.at);
             let (want, got) = (&self.cur[self.at..self.at + n], &b[..n]);
-            if let Some(i) = want.iter().zip(got).position(|(x, y)| x != y) {
-                self.first_diff = Some(self.replayed + i as u64);
+            // One vectorised compare of the piece; the byte only when they differ.
+            if want != got {
+                let i = want.iter().zip(got).position(|(x, y)| x != y);
+                self.first_diff = Some(self.replayed + i.unwrap_or(0) as u64);
             }
             self.at += n;
             self.replayed += n as u64;

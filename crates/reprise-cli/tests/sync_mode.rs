@@ -364,6 +364,22 @@ fn debian_20mb(to_stdout: &[&str], to_file: &[&str], out: &str) {
         written == want,
         "the file differs from a native run's output"
     );
+    // Replayed right after the recording, its output file still there: the replay leaves it
+    // as it is (its writes go nowhere; zstd's, made by stdio on a descriptor the program
+    // opened write-only, once failed on the file reopened read-only and the replay diverged).
+    let before = std::fs::metadata(w.path(out)).unwrap();
+    replay_verified(&w, &r, How::Plain);
+    let after = std::fs::metadata(w.path(out)).unwrap();
+    assert!(
+        std::fs::read(w.path(out)).unwrap() == want,
+        "the replay changed {out}"
+    );
+    assert_eq!(
+        (before.modified().unwrap(), before.permissions()),
+        (after.modified().unwrap(), after.permissions()),
+        "the replay changed {out}'s time or mode"
+    );
+    // And without it: the replay does not create it.
     std::fs::remove_file(w.path(out)).unwrap();
     replay_verified(&w, &r, How::Plain);
     assert!(!w.path(out).exists(), "the replay wrote {out}");

@@ -461,7 +461,11 @@ int reprise_shim_placeholder(int want)
 }
 
 /* open: in replay a file opened for writing is opened read-only (or a placeholder), so the
- * replay never creates, truncates or appends; the recorded descriptor number is kept. */
+ * replay never creates, truncates or appends; the recorded descriptor number is kept. A file
+ * opened write-only is always the placeholder (/dev/null): stdio's writes on it (fdopen, then
+ * fwrite) are glibc's own system calls, performed in replay as while recording, and must
+ * succeed as they did, not fail on a read-only descriptor because the recording's output file
+ * is still there (zstd -o FILE, replayed right after its recording, diverged). */
 static int open_common(int dirfd, const char *path, int flags, mode_t mode, int at)
 {
     REAL(int, openat, (int, const char *, int, ...));
@@ -476,6 +480,7 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode, int 
     }
     int want = (int)reprise_shim_io_result(-1, 0);
     if (want < 0) return want;
+    if ((flags & O_ACCMODE) == O_WRONLY) return reprise_shim_placeholder(want);
     int fd = writes ? real_openat(dirfd, path, (flags & O_CLOEXEC) | O_RDONLY) : real_openat(dirfd, path, flags, mode);
     if (fd < 0) return reprise_shim_placeholder(want);
     if (fd != want) {

@@ -58,8 +58,8 @@ impl<W: Write> TraceWriter<W> {
         })
     }
 
-    /// Compresses `raw` (zstd level 3), writes it as one checksummed frame
-    /// and flushes. Empty chunks are allowed.
+    /// Compresses `raw` (zstd level 3; a large chunk that does not compress is stored in raw
+    /// zstd blocks), writes it as one checksummed frame and flushes. Empty chunks are allowed.
     pub fn write_chunk(&mut self, kind: ChunkKind, raw: &[u8]) -> Result<(), TraceError> {
         self.write_frame(kind as u8, raw)?;
         self.raw_bytes += raw.len() as u64;
@@ -104,13 +104,17 @@ impl<W: Write> TraceWriter<W> {
         if self.zstd.is_none() {
             self.zstd = Some(zstd::bulk::Compressor::new(ZSTD_LEVEL)?);
         }
+        let zstd = self.zstd.as_mut().expect("set above");
         let comp = &mut self.comp;
         comp.clear();
-        comp.reserve(zstd::zstd_safe::compress_bound(raw.len()));
-        self.zstd
-            .as_mut()
-            .expect("set above")
-            .compress_to_buffer(raw, comp)?;
+        if incompressible(zstd, raw, comp)? {
+            comp.clear();
+            raw_frame(raw, comp);
+        } else {
+            comp.clear();
+            comp.reserve(zstd::zstd_safe::compress_bound(raw.len()));
+            zstd.compress_to_buffer(raw, comp)?;
+        }
         if comp.len() > MAX_CHUNK_LEN as usize {
             return Err(TraceError::ChunkTooLarge {
                 len: comp.len() as u64,
@@ -128,5 +132,75 @@ impl<W: Write> TraceWriter<W> {
             self.next_index += 1;
         }
         Ok(())
+    }
+}
+
+/// Bytes of the sample [`incompressible`] compresses, and the smallest chunk it samples.
+const SAMPLE: usize = 64 << 10;
+
+/// Whether `raw` is not worth compressing: a large chunk whose first [`SAMPLE`] bytes shrink by
+/// less than 3% (a compressor's or an archiver's output, recorded as the program's stdout: zstd
+/// spends about 4 instructions a byte to find nothing, on the recorder's CPU, which the
+/// program's threads need). `scratch` is the caller's buffer, left with garbage.
+fn incompressible(
+    zstd: &mut zstd::bulk::Compressor<'static>,
+    raw: &[u8],
+    scratch: &mut Vec<u8>,
+) -> Result<bool, TraceError> {
+    if raw.len() < 4 * SAMPLE {
+        return Ok(false);
+    }
+    scratch.reserve(zstd::zstd_safe::compress_bound(SAMPLE));
+    let n = zstd.compress_to_buffer(&raw[..SAMPLE], scratch)?;
+    Ok(n * 100 > SAMPLE * 97)
+}
+
+/// `raw` as one zstd frame of raw (stored) blocks, which every zstd decoder reads (RFC 8878,
+/// section 3.1.1): the magic, a single-segment frame header with the 8-byte content size, then
+/// blocks of at most 128 KiB, each a 3-byte header (last-block bit, type 0 = raw, size).
+fn raw_frame(raw: &[u8], out: &mut Vec<u8>) {
+    const MAX_BLOCK: usize = 128 << 10;
+    out.reserve(raw.len() + 16 + 3 * (raw.len() / MAX_BLOCK + 1));
+    out.extend_from_slice(&0xFD2F_B528u32.to_le_bytes());
+    // Frame header descriptor: content size field of 8 bytes (0b11 << 6), single segment
+    // (1 << 5: no window descriptor), no checksum, no dictionary.
+    out.push(0b1110_0000);
+    out.extend_from_slice(&(raw.len() as u64).to_le_bytes());
+    let mut blocks = raw.chunks(MAX_BLOCK).peekable();
+    if blocks.peek().is_none() {
+        out.extend_from_slice(&[1, 0, 0]);
+    }
+    while let Some(b) = blocks.next() {
+        let last = u32::from(blocks.peek().is_none());
+        let head = last | ((b.len() as u32) << 3);
+        out.extend_from_slice(&head.to_le_bytes()[..3]);
+        out.extend_from_slice(b);
+    }
+}
+
+#[cfg(test)]
+mod raw_frame_tests {
+    use super::raw_frame;
+
+    #[test]
+    fn raw_frames_decode_with_zstd() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for len in [0usize, 1, 5, 128 << 10, (128 << 10) + 1, 3 << 20] {
+            let data: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            let mut f = Vec::new();
+            raw_frame(&data, &mut f);
+            assert_eq!(
+                zstd::bulk::decompress(&f, len + 1).unwrap(),
+                data,
+                "length {len}"
+            );
+        }
     }
 }

@@ -354,3 +354,39 @@ fn raw_chunks_decompress_to_the_chunks() {
         assert_eq!(&r.clone().decompress().unwrap(), c);
     }
 }
+
+/// Large chunks that do not compress (a compressor's output recorded as stdout) are stored in
+/// raw zstd blocks; they read back like any other, beside compressible ones, and the file is
+/// barely larger than the data.
+#[test]
+fn incompressible_chunks_are_stored_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.reprise");
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let noise: Vec<u8> = (0..(3 << 20) + 17)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    let text: Vec<u8> = b"the same line again\n".repeat(60_000);
+    let input = vec![
+        (ChunkKind::Stdout, noise.clone()),
+        (ChunkKind::Stdout, text.clone()),
+        (ChunkKind::Stderr, noise[..1 << 20].to_vec()),
+    ];
+    write_trace(&path, &input);
+    let (_, got, _) = read_path(&path).unwrap();
+    assert_eq!(got.len(), 3);
+    for (c, (k, d)) in got.iter().zip(&input) {
+        assert_eq!((c.kind, &c.data), (*k, d));
+    }
+    let size = std::fs::metadata(&path).unwrap().len();
+    let raw = (noise.len() + (1 << 20)) as u64;
+    assert!(
+        size > raw && size < raw + raw / 100 + 64 * 1024,
+        "{size} bytes for {raw} of noise"
+    );
+}
