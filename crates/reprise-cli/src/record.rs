@@ -382,8 +382,13 @@ fn record_flags(o: &RecordOpts, strategy: crate::options::Strategy, sync: bool) 
 }
 
 /// Say why a run of `exe` that sent no events keeps no trace.
-fn say_no_events(exe: &std::path::Path, sync: bool) {
-    if sync {
+fn say_no_events(exe: &std::path::Path, sync: bool, started: bool) {
+    if started {
+        eprintln!(
+            "reprise: {} ended before the runtime sent any event (it exec'd another program at once, whose run is not recorded, or was killed), so no trace was kept",
+            exe.display()
+        );
+    } else if sync {
         eprintln!(
             "reprise: the reprise runtime did not start in {} (a statically linked program cannot be recorded in sync mode), so no trace was kept",
             exe.display()
@@ -422,7 +427,7 @@ fn finish_recording(
     if sink.rec.frames == 0 {
         // Nothing to replay: keep no trace (and never make it the latest).
         let _ = std::fs::remove_file(&path);
-        say_no_events(exe, sync);
+        say_no_events(exe, sync, ended.started);
         return Ok(Run {
             status: NOT_INSTRUMENTED_STATUS,
             trace: None,

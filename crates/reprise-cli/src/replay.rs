@@ -195,7 +195,7 @@ pub fn cut_reason(exit: &reprise_trace::Exit) -> String {
     match *exit {
         reprise_trace::Exit::Signaled(s) => format!("the program was killed by {}", signal_name(s)),
         reprise_trace::Exit::Exited(c) => format!(
-            "the program ended with status {c} where the runtime did not see it: `_exit` or exec"
+            "the program ended with status {c} where the runtime did not see it: it exec'd another program, or made the exit system call by itself with Syscall User Dispatch off"
         ),
     }
 }

@@ -110,17 +110,34 @@ fn program_killing_itself_replays_to_the_cut() {
     }
 }
 
+/// `_exit` skips `atexit`, but the runtime sees it (its interposer ends the recording as
+/// `exit` would): a complete trace, replayed verified to its end with status 3.
 #[test]
-fn program_calling_exit_directly_replays_to_the_cut() {
+fn program_calling_underscore_exit_is_recorded_to_its_end() {
     let p = killed();
     let w = Work::new();
     let bin = w.build(&p, "gcc");
     let r = record(&w, &bin, &["exit".into()], "exit.trace", &[]);
     assert_eq!(r.status, 3);
+    let o = w.cmd().arg("info").arg(&r.trace).output().unwrap();
+    let info = String::from_utf8_lossy(&o.stdout);
+    assert!(info.contains("status:      complete"), "{info}");
+    replay_verified(&w, &r, How::Plain);
+}
+
+/// A program that execs another one leaves the runtime behind: the recording is cut where it
+/// exec'd, and the replay runs to there.
+#[test]
+fn program_calling_exec_replays_to_the_cut() {
+    let p = killed();
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let r = record(&w, &bin, &["exec".into()], "exec.trace", &[]);
+    assert_eq!(r.status, 5);
     let (events, _) = replay_cut_as(
         &w,
         &r,
-        "the program ended with status 3 where the runtime did not see it: `_exit` or exec",
+        "the program ended with status 5 where the runtime did not see it: it exec'd another program, or made the exit system call by itself with Syscall User Dispatch off",
     );
     assert!(events > 1000, "only {events} events replayed");
 }

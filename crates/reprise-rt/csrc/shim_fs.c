@@ -69,6 +69,13 @@ RECORDED_STAT(stat64, (const char *path, struct stat64 *st), (path, st), st, siz
 RECORDED_STAT(lstat64, (const char *path, struct stat64 *st), (path, st), st, sizeof(struct stat64))
 RECORDED_STAT(__xstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st), st, sizeof(struct stat64))
 RECORDED_STAT(__lxstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st), st, sizeof(struct stat64))
+/* A descriptor's status, too: in replay stdin may be another file than the recording's (sort
+ * sized its buffer from fstat(0) and its reads diverged when replayed with stdin from a
+ * terminal), and a file the program opened for writing is a placeholder (cp checks its
+ * destination with fstat). */
+RECORDED_STAT(fstat, (int fd, struct stat *st), (fd, st), st, sizeof(struct stat))
+RECORDED_STAT(fstat64, (int fd, struct stat64 *st), (fd, st), st, sizeof(struct stat64))
+RECORDED_STAT(__fxstat64, (int ver, int fd, struct stat64 *st), (ver, fd, st), st, sizeof(struct stat64))
 
 /* Weak, as every libc name a shim file defines (shim_names.c says why). */
 #pragma weak remove
@@ -85,6 +92,9 @@ RECORDED_STAT(__lxstat64, (int ver, const char *path, struct stat64 *st), (ver, 
 #pragma weak lstat64
 #pragma weak __xstat64
 #pragma weak __lxstat64
+#pragma weak fstat
+#pragma weak fstat64
+#pragma weak __fxstat64
 #pragma weak chmod
 #pragma weak fchmod
 #pragma weak fchmodat

@@ -81,6 +81,7 @@ int sched_getcpu(void)
 }
 
 /* ---- syscall(): a safe point; futex waits inside libstdc++ go through it ------------------- */
+extern void reprise_process_exiting(void);
 
 long syscall(long n, ...)
 {
@@ -91,6 +92,8 @@ long syscall(long n, ...)
     long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
     va_end(ap);
     reprise_safe_point();
+    /* The process ends without exit() (see _exit below). */
+    if (n == SYS_exit_group) reprise_process_exiting();
     long r = real_syscall(n, a1, a2, a3, a4, a5, a6);
     if (n == SYS_gettid && reprise_active()) r = (long)reprise_input((uint64_t)r);
     return r;
@@ -122,12 +125,91 @@ SPAWNING(int, execve, (const char *f, char *const av[], char *const ev[]), (f, a
 SPAWNING(int, execv, (const char *f, char *const av[]), (f, av))
 SPAWNING(int, execvp, (const char *f, char *const av[]), (f, av))
 SPAWNING(int, execvpe, (const char *f, char *const av[], char *const ev[]), (f, av, ev))
+SPAWNING(int, fexecve, (int fd, char *const av[], char *const ev[]), (fd, av, ev))
+
+/* execl, execlp, execle: glibc's call its execve internally, which no interposer sees (the
+ * program then started with the TSC still trapped, and died of its first rdtsc): their
+ * argument lists become the vectors of the interposed execv, execvp and execve. */
+/* The arguments after the first up to the terminating null pointer: how many (ap untouched). */
+static size_t va_args_count(va_list ap)
+{
+    va_list c;
+    va_copy(c, ap);
+    size_t n = 0;
+    while (va_arg(c, char *)) n++;
+    va_end(c);
+    return n;
+}
+/* argv = arg0, the n arguments from *ap, a null pointer (*ap is left after that null: a
+ * pointer, so the caller may go on reading it). */
+static void va_args_fill(char **argv, const char *arg0, va_list *ap, size_t n)
+{
+    argv[0] = (char *)arg0;
+    for (size_t i = 1; i <= n + 1; i++) argv[i] = va_arg(*ap, char *);
+}
+int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    size_t n = va_args_count(ap);
+    char *argv[n + 2];
+    va_args_fill(argv, arg, &ap, n);
+    va_end(ap);
+    return execv(path, argv);
+}
+int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    size_t n = va_args_count(ap);
+    char *argv[n + 2];
+    va_args_fill(argv, arg, &ap, n);
+    va_end(ap);
+    return execvp(file, argv);
+}
+int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    size_t n = va_args_count(ap);
+    char *argv[n + 2];
+    va_args_fill(argv, arg, &ap, n);
+    char **envp = va_arg(ap, char **);
+    va_end(ap);
+    return execve(path, argv, envp);
+}
+
+/* ---- ending the process without exit() ----------------------------------------------------
+ * _exit and _Exit skip the atexit handler that ends the recording (a shell's builtin then
+ * _exit, a program that must not flush stdio twice): the runtime ends it here, as exit() would
+ * (lifecycle.rs; a raw exit_group through syscall() above, or trapped by Syscall User
+ * Dispatch, too). */
+void _exit(int status)
+{
+    REAL(void, _exit, (int));
+    reprise_process_exiting();
+    real__exit(status);
+    __builtin_unreachable();
+}
+void _Exit(int status)
+{
+    REAL(void, _Exit, (int));
+    reprise_process_exiting();
+    real__Exit(status);
+    __builtin_unreachable();
+}
 
 /* The C interposers of this file (the tests check that the archive defines no libc name
  * strongly). */
+#pragma weak _exit
+#pragma weak _Exit
 #pragma weak clock
 #pragma weak clock_gettime
+#pragma weak execl
+#pragma weak execle
+#pragma weak execlp
 #pragma weak execv
+#pragma weak fexecve
 #pragma weak execve
 #pragma weak execvp
 #pragma weak execvpe

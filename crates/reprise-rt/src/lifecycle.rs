@@ -29,6 +29,7 @@ pub fn after_init() {
 fn after_init_inner() {
     // SAFETY: registering a plain C function with atexit, and installing signal handlers
     // with a valid sigaction; neither touches program state.
+    PID.store(sys::getpid(), Ordering::Relaxed);
     unsafe {
         libc::atexit(at_exit);
         libc::pthread_atfork(None, None, Some(in_fork_child));
@@ -251,6 +252,21 @@ extern "C" fn in_fork_child() {
     crate::say!("a forked child runs unrecorded (only the parent process is recorded)");
 }
 
+/// The process whose runtime this is (a `vfork` child shares its memory, and must not end it).
+static PID: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+/// The process ends without `exit()`: `_exit`, `_Exit` (shim_process.c) or a raw `exit_group`
+/// (caught by Syscall User Dispatch, `sud.rs`). Its end is the one `exit()` records (the
+/// `atexit` handler below); the second call of the pair that `exit()` makes (its own
+/// `exit_group`) finds the runtime done and does nothing.
+#[no_mangle]
+pub extern "C" fn reprise_process_exiting() {
+    if PID.load(Ordering::Relaxed) != sys::getpid() {
+        return;
+    }
+    at_exit();
+}
+
 extern "C" fn at_exit() {
     let Some(mut e) = crate::entry::enter() else {
         return;
@@ -465,11 +481,16 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
             if tid == t.tid {
                 continue;
             }
-            let want = state::thread_index(tid)
-                .map(|ti| ti.final_events)
-                .unwrap_or(0);
+            // Its final count, and every result it took (a thread whose call returned in the
+            // recording, its result logged, before its count moved: a worker just out of a
+            // barrier when another thread called _exit).
+            let (want, results) = state::thread_index(tid)
+                .map(|ti| (ti.final_events, ti.results_len))
+                .unwrap_or((0, 0));
             let other = state::shared(tid);
-            while other.events.load(Ordering::Relaxed) < want {
+            while other.events.load(Ordering::Relaxed) < want
+                || (other.next_result.load(Ordering::Acquire) as u64) < results
+            {
                 sys::sleep_ns(200_000);
             }
         }

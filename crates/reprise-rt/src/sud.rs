@@ -120,7 +120,10 @@ extern "C" fn on_sigsys(_sig: i32, _info: *mut libc::siginfo_t, ctx: *mut libc::
         th.sh().sud.store(BLOCK, Ordering::Relaxed);
         return;
     }
-    if active && !IN_RT.with(|c| c.get()) {
+    if active && nr == libc::SYS_exit_group as usize && !IN_RT.with(|c| c.get()) {
+        // A raw exit_group (not through exit(), _exit or _Exit): end the recording first.
+        crate::lifecycle::reprise_process_exiting();
+    } else if active && !IN_RT.with(|c| c.get()) {
         IN_RT.with(|c| c.set(true));
         let _e = sys::ErrnoGuard::new();
         access::safe_point(th);

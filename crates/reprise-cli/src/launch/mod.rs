@@ -159,6 +159,8 @@ pub struct Ended {
     pub stuck: Option<String>,
     /// The recorder found it deadlocked and ended it: the report.
     pub deadlock: Option<String>,
+    /// The runtime started in it (registered a thread).
+    pub started: bool,
 }
 
 fn memfd(name: &str, data: &[u8], size: usize) -> Result<OwnedFd> {
@@ -551,6 +553,11 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         wall: start.elapsed(),
         stuck: ending.stuck,
         deadlock: ending.deadlock,
+        started: wd
+            .header()
+            .nthreads
+            .load(std::sync::atomic::Ordering::Acquire)
+            > 0,
     })
 }
 
