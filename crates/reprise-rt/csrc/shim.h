@@ -2,7 +2,8 @@
  * and long lists of "take a turn, then call the real function" wrappers), one file per concern:
  * shim_stdio.c (stdio and the libc RNG, ordered per object), shim_process.c (clocks and identity
  * as recorded results, syscall(), starting other programs), shim_fdio.c (reads and writes on
- * file descriptors, close, open, getrandom), shim_fs.c (changes to the file system besides
+ * file descriptors, close, open, getrandom), shim_copy.c (copies the kernel makes between
+ * descriptors, file-cloning ioctls), shim_fs.c (changes to the file system besides
  * writes: revocable; path status calls: recorded), shim_net.c (sockets, poll, select, epoll),
  * shim_threads.c (thread start and end, cancellation points, blocking waits, the unwinder's own
  * calls), shim_names.c (the weak stubs in front of the Rust interposers) and shim_dl.c (dlopen:
@@ -93,6 +94,9 @@ extern void reprise_io_data(void *buf, size_t len);
 /* Defined in shim_fdio.c, which says what each is. */
 extern char reprise_shim_fd_alloc_obj SHIM_HIDDEN;
 SHIM_HIDDEN long reprise_shim_io_result(long r, int err);
+/* Remember that the program wrote the regular file open on `fd` (its later reads are then
+ * recorded, not re-executed: shim_fdio.c). */
+SHIM_HIDDEN void reprise_shim_mark_written(int fd);
 SHIM_HIDDEN int reprise_shim_placeholder(int want);
 
 #endif

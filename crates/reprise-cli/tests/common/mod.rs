@@ -474,3 +474,17 @@ macro_rules! acceptance_programs {
 
 #[allow(unused_imports)]
 pub(crate) use acceptance_programs;
+
+/// A generated text file of `size` bytes (compressible, varied, from a fixed generator) named
+/// input.txt in `w`.
+pub fn input_file(w: &Work, size: usize) {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut text = Vec::with_capacity(size + 64);
+    while text.len() < size {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        text.extend_from_slice(format!("line {} value {:x}\n", x % 1000, x >> 40).as_bytes());
+    }
+    std::fs::write(w.path("input.txt"), &text).unwrap();
+}
