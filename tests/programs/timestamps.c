@@ -1,9 +1,14 @@
 /* timestamps.c - reads the clocks: clock_gettime(CLOCK_MONOTONIC and
  * CLOCK_REALTIME), time(NULL) and gettimeofday(), in main and in a second
- * thread, then measures a usleep(2000) with each clock.  Every value varies
- * run to run; a faithful replay must reproduce them. */
+ * thread, then measures a usleep(2000) with each clock.  Also what the machine
+ * looks like: free memory (sysinfo, sysconf), the CPUs the thread may run on
+ * (sched_getaffinity: one in a replay pinned to a CPU) and a resource limit.
+ * Every value varies run to run; a faithful replay must reproduce them. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/sysinfo.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/time.h>
@@ -62,5 +67,13 @@ int main(void)
     printf("thread usleep(2000): mono=%lld ns\n", ns(&th[1].mono) - ns(&th[0].mono));
     printf("thread started %lld ns after main's first reading; monotonic non-decreasing: %s\n",
            ns(&th[0].mono) - ns(&a.mono), ns(&b.mono) >= ns(&a.mono) ? "yes" : "no");
+    struct sysinfo si;
+    cpu_set_t cpus;
+    struct rlimit nofile;
+    if (sysinfo(&si) != 0 || sched_getaffinity(0, sizeof cpus, &cpus) != 0 || getrlimit(RLIMIT_NOFILE, &nofile) != 0)
+        return 1;
+    printf("free memory %llu bytes, %ld free pages; may run on %d CPUs of %ld; at most %llu files\n",
+           (unsigned long long)si.freeram * si.mem_unit, sysconf(_SC_AVPHYS_PAGES), CPU_COUNT(&cpus),
+           sysconf(_SC_NPROCESSORS_ONLN), (unsigned long long)nofile.rlim_cur);
     return 0;
 }
