@@ -6,6 +6,7 @@ const SOURCES: &[&str] = &[
     "csrc/shim_fdio.c",
     "csrc/shim_copy.c",
     "csrc/shim_sysinfo.c",
+    "csrc/shim_omp.c",
     "csrc/shim_fs.c",
     "csrc/shim_net.c",
     "csrc/shim_threads.c",

@@ -4,7 +4,7 @@
  * as recorded results, syscall(), starting other programs), shim_fdio.c (reads and writes on
  * file descriptors, close, open, getrandom), shim_copy.c (copies the kernel makes between
  * descriptors, file-cloning ioctls), shim_sysinfo.c (memory, processors, CPU affinity and
- * limits as recorded results), shim_fs.c (changes to the file system besides
+ * limits as recorded results), shim_omp.c (OpenMP's locks, ordered like mutexes), shim_fs.c (changes to the file system besides
  * writes: revocable; path status calls: recorded), shim_net.c (sockets, poll, select, epoll),
  * shim_threads.c (thread start and end, cancellation points, blocking waits, the unwinder's own
  * calls), shim_names.c (the weak stubs in front of the Rust interposers) and shim_dl.c (dlopen:

@@ -6,6 +6,7 @@
  * memory, and its replays of a 3 MB input sorted in other chunks and diverged. glibc's own
  * calls inside other functions do not come here. */
 #include "shim.h"
+extern int reprise_active_init(void);
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/sysinfo.h>
@@ -16,7 +17,7 @@
     ret name params                                                          \
     {                                                                        \
         REAL(ret, name, params);                                             \
-        if (!reprise_active()) return real_##name args;                      \
+        if (!reprise_active_init()) return real_##name args;                 \
         reprise_safe_point();                                                \
         long r = -1;                                                         \
         int e = 0;                                                           \
@@ -29,6 +30,8 @@ RECORDED_OUT(int, sysinfo, (struct sysinfo *i), (i), i, sizeof *i)
 RECORDED_OUT(int, getrlimit, (__rlimit_resource_t res, struct rlimit *l), (res, l), l, sizeof *l)
 RECORDED_OUT(int, getrlimit64, (__rlimit_resource_t res, struct rlimit64 *l), (res, l), l, sizeof *l)
 RECORDED_OUT(int, sched_getaffinity, (pid_t pid, size_t size, cpu_set_t *set), (pid, size, set), set, size)
+/* libgomp sizes its thread pool by this one, from its constructor. */
+RECORDED_OUT(int, pthread_getaffinity_np, (pthread_t th, size_t size, cpu_set_t *set), (th, size, set), set, size)
 
 /* A call that returns a number: its value recorded, the recorded one in replay. */
 #define RECORDED_VALUE(ret, name, params, args)                                  \
@@ -36,9 +39,10 @@ RECORDED_OUT(int, sched_getaffinity, (pid_t pid, size_t size, cpu_set_t *set), (
     {                                                                            \
         REAL(ret, name, params);                                                 \
         ret v = real_##name args;                                                \
-        return reprise_active() ? (ret)(int64_t)reprise_input((uint64_t)(int64_t)v) : v; \
+        return reprise_active_init() ? (ret)(int64_t)reprise_input((uint64_t)(int64_t)v) : v; \
     }
 RECORDED_VALUE(long, sysconf, (int name), (name))
+RECORDED_VALUE(long, __sysconf, (int name), (name))
 RECORDED_VALUE(int, get_nprocs, (void), ())
 RECORDED_VALUE(int, get_nprocs_conf, (void), ())
 RECORDED_VALUE(long, get_phys_pages, (void), ())
@@ -50,6 +54,8 @@ RECORDED_VALUE(long, get_avphys_pages, (void), ())
 #pragma weak getrlimit
 #pragma weak getrlimit64
 #pragma weak sched_getaffinity
+#pragma weak pthread_getaffinity_np
+#pragma weak __sysconf
 #pragma weak sysconf
 #pragma weak get_nprocs
 #pragma weak get_nprocs_conf

@@ -66,6 +66,17 @@ pub extern "C" fn reprise_active() -> c_int {
     on as c_int
 }
 
+/// [`reprise_active`], starting the runtime first if nothing did yet: for the calls a shared
+/// library's constructor makes before the program's own start the runtime (libgomp sizes its
+/// thread pool by `pthread_getaffinity_np` there).
+#[no_mangle]
+pub extern "C" fn reprise_active_init() -> c_int {
+    if state::mode() == state::M_UNINIT && !state::IN_RT.with(|c| c.get()) {
+        state::init();
+    }
+    reprise_active()
+}
+
 /// An input: recorded while recording, given back from the trace in replay.
 #[no_mangle]
 pub extern "C" fn reprise_input(live: u64) -> u64 {

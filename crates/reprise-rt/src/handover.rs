@@ -15,7 +15,11 @@
 //! * when `pend`'s event equals the thread's count, that event's access may be pending: the
 //!   source is the count minus one; when it is the next event (the handler interrupted the
 //!   callback before it counted), the source is the count;
-//! * atomic callbacks perform the operation themselves: they clear `pend` when it is done.
+//! * atomic callbacks perform the operation themselves, and still leave `pend` naming their
+//!   granule until the next callback: the compiler may follow an instrumented atomic load with
+//!   an uninstrumented read-modify-write of the same word (GCC's OpenMP reductions: a
+//!   `lock cmpxchg` retry loop after `__tsan_atomic64_load`), which must stay ordered with the
+//!   load (handed over in between, the loop's retries differed in replay and it stalled).
 //!
 //! A thread inside the runtime (`IN_RT`) answers at its own safe points and the handler does
 //! nothing; a thread that blocks the signal answers at its next callback, as without it.
@@ -34,7 +38,7 @@ use rustix::thread::MembarrierCommand;
 
 /// The handover signal: a real-time signal (queued, never merged) programs rarely use.
 pub const SIG: c_int = 62;
-/// `pend`: nothing pending (the last callback was an atomic operation, already done).
+/// `pend`: nothing pending (no callback yet).
 pub const PEND_NONE: u64 = 0;
 /// `pend`: a ranged access may be pending on any granule (the handler grants nothing).
 pub const PEND_ALL: u64 = u64::MAX;
@@ -50,13 +54,6 @@ pub fn pend(t: &Shared, e: u64, idx: u32) {
     t.pend.store((e << 32) | idx as u64, Ordering::Relaxed);
     // The handler (on this thread) must see the store before the callback loads the shadow.
     compiler_fence(Ordering::SeqCst);
-}
-
-/// The pending access completed inside the callback (an atomic operation).
-#[inline(always)]
-pub fn pend_done(t: &Shared) {
-    compiler_fence(Ordering::SeqCst);
-    t.pend.store(PEND_NONE, Ordering::Relaxed);
 }
 
 /// Install the handler (record under ownership).

@@ -79,8 +79,8 @@ fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R
     let t = unsafe { &*crate::state::cur_or_idle() };
     if let Some(e) = ownership::fast_gate(t, addr, size, true, true) {
         ownership::count_fast_atomic(t, e);
+        // `pend` keeps naming this granule until the next callback (see `handover`).
         let r = op();
-        crate::handover::pend_done(t);
         let v: u128 = r.into();
         t.digest
             .set(ownership::fold(t.digest.get(), v as u64 ^ (v >> 64) as u64));
@@ -92,7 +92,6 @@ fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R
         Strategy::Ownership => {
             let ev = ownership::access(t, &[(addr, size, true)]);
             let r = op();
-            crate::handover::pend_done(t.sh());
             let v: u128 = r.into();
             ownership::finish_event(
                 t,

@@ -430,6 +430,14 @@ fn gate_replay(t: &mut Thread, e: u64) {
         }
         let xs = state::shared(x);
         let mut clock = WaitClock::default();
+        if xs.events.load(Ordering::Acquire) <= s && xs.mb.done.load(Ordering::Acquire) < s {
+            // Every access of this thread before `e` is complete: say so before waiting. A
+            // thread may wait here for one whose next edge waits for this one's last access
+            // (OpenMP's worker, gated after the main thread's access that preceded its own
+            // gated one): that one goes on when this count is published, as the recording's
+            // requester answered while it waited.
+            publish(t.sh());
+        }
         // Wait by time, as requesters do: spin (the source is usually running and close),
         // then yield the CPU (it may need it), then sleep briefly.
         while xs.events.load(Ordering::Acquire) <= s && xs.mb.done.load(Ordering::Acquire) < s {

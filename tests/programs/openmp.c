@@ -1,0 +1,69 @@
+/* openmp.c - OpenMP as scientific codes use it (gcc -fopenmp, libgomp): parallel loops with
+ * the static schedule, a + reduction on a double (gcc: an atomic load, then a compare-exchange
+ * loop the instrumentation does not see), the unnamed and a named critical section, an atomic
+ * update of a long double (libgomp's atomic section), and an omp_lock_t taken with
+ * omp_set_lock and with omp_test_lock retries. Prints the sum, the order in which the
+ * threads got through each critical section and the lock (varies), and whether omp_test_lock
+ * ever failed. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv)
+{
+    long n = argc > 1 ? atol(argv[1]) : 100000;
+    double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    if (!a || !b)
+        return 1;
+#pragma omp parallel for
+    for (long i = 0; i < n; i++) {
+        a[i] = (double)(i % 1000) / 7.0;
+        b[i] = 0;
+    }
+    double sum = 0;
+    for (int it = 0; it < 3; it++) {
+#pragma omp parallel for
+        for (long i = 1; i < n - 1; i++)
+            b[i] = (a[i - 1] + a[i] + a[i + 1]) / 3.0;
+#pragma omp parallel for reduction(+ : sum)
+        for (long i = 0; i < n; i++) {
+            a[i] = b[i];
+            sum += b[i];
+        }
+    }
+    /* One log per lock: what each protects. */
+    char crit[64], named[64], locked[64];
+    int nc = 0, nn = 0, nl = 0, tries = 0;
+    long double total = 0;
+    omp_lock_t lock;
+    omp_init_lock(&lock);
+#pragma omp parallel num_threads(3)
+    {
+        int me = omp_get_thread_num();
+        for (int r = 0; r < 8; r++) {
+#pragma omp critical
+            crit[nc++] = (char)('a' + me);
+#pragma omp critical(named)
+            named[nn++] = (char)('A' + me);
+#pragma omp atomic
+            total += 0.5L * (me + 1);
+            if (r % 2) {
+                omp_set_lock(&lock);
+            } else {
+                while (!omp_test_lock(&lock)) {
+#pragma omp atomic
+                    tries++;
+                }
+            }
+            locked[nl++] = (char)('0' + me);
+            omp_unset_lock(&lock);
+        }
+    }
+    omp_destroy_lock(&lock);
+    crit[nc] = named[nn] = locked[nl] = 0;
+    printf("sum %.6f total %.1Lf\ncritical %s\nnamed    %s\nlock     %s\n", sum, total, crit, named, locked);
+    printf("test_lock retries %s\n", tries > 0 ? "some" : "none");
+    free(a);
+    free(b);
+    return 0;
+}
