@@ -28,6 +28,7 @@ pub mod capture;
 pub mod channel;
 pub mod dl;
 pub mod entry;
+pub mod foreign;
 pub mod handover;
 pub mod heap;
 pub mod layout;
