@@ -2,7 +2,8 @@
  * the static schedule, a + reduction on a double (gcc: an atomic load, then a compare-exchange
  * loop the instrumentation does not see), the unnamed and a named critical section, an atomic
  * update of a long double (libgomp's atomic section), and an omp_lock_t taken with
- * omp_set_lock and with omp_test_lock retries. Prints the sum, the order in which the
+ * omp_set_lock and with omp_test_lock retries, and loops with the dynamic and guided schedules
+ * (libgomp hands their chunks out by atomic counters). Prints the sum, the order in which the
  * threads got through each critical section and the lock (varies), and whether omp_test_lock
  * ever failed. */
 #include <omp.h>
@@ -31,6 +32,22 @@ int main(int argc, char **argv)
             sum += b[i];
         }
     }
+    /* Which thread ran each chunk of the dynamic and the guided loop (varies): hashed. */
+    int *who = malloc(n * sizeof *who);
+    if (!who)
+        return 1;
+#pragma omp parallel for schedule(dynamic, 500)
+    for (long i = 0; i < n; i++)
+        who[i] = omp_get_thread_num();
+    unsigned long hd = 0, hg = 0;
+    for (long i = 0; i < n; i++)
+        hd = hd * 31 + (unsigned long)who[i];
+#pragma omp parallel for schedule(guided)
+    for (long i = 0; i < n; i++)
+        who[i] = omp_get_thread_num();
+    for (long i = 0; i < n; i++)
+        hg = hg * 31 + (unsigned long)who[i];
+    free(who);
     /* One log per lock: what each protects. */
     char crit[64], named[64], locked[64];
     int nc = 0, nn = 0, nl = 0, tries = 0;
@@ -62,7 +79,7 @@ int main(int argc, char **argv)
     omp_destroy_lock(&lock);
     crit[nc] = named[nn] = locked[nl] = 0;
     printf("sum %.6f total %.1Lf\ncritical %s\nnamed    %s\nlock     %s\n", sum, total, crit, named, locked);
-    printf("test_lock retries %s\n", tries > 0 ? "some" : "none");
+    printf("test_lock retries %s\nchunks dynamic %lx guided %lx\n", tries > 0 ? "some" : "none", hd, hg);
     free(a);
     free(b);
     return 0;
