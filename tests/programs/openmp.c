@@ -3,7 +3,8 @@
  * loop the instrumentation does not see), the unnamed and a named critical section, an atomic
  * update of a long double (libgomp's atomic section), and an omp_lock_t taken with
  * omp_set_lock and with omp_test_lock retries, and loops with the dynamic and guided schedules
- * (libgomp hands their chunks out by atomic counters). Prints the sum, the order in which the
+ * (libgomp hands their chunks out by atomic counters), a `single` and a `sections` construct
+ * (which thread runs each varies). Prints the sum, the order in which the
  * threads got through each critical section and the lock (varies), and whether omp_test_lock
  * ever failed. */
 #include <omp.h>
@@ -48,6 +49,23 @@ int main(int argc, char **argv)
     for (long i = 0; i < n; i++)
         hg = hg * 31 + (unsigned long)who[i];
     free(who);
+    int single_by = -1, section_by[4] = {-1, -1, -1, -1};
+#pragma omp parallel num_threads(2)
+    {
+#pragma omp single
+        single_by = omp_get_thread_num();
+#pragma omp sections
+        {
+#pragma omp section
+            section_by[0] = omp_get_thread_num();
+#pragma omp section
+            section_by[1] = omp_get_thread_num();
+#pragma omp section
+            section_by[2] = omp_get_thread_num();
+#pragma omp section
+            section_by[3] = omp_get_thread_num();
+        }
+    }
     /* One log per lock: what each protects. */
     char crit[64], named[64], locked[64];
     int nc = 0, nn = 0, nl = 0, tries = 0;
@@ -80,6 +98,8 @@ int main(int argc, char **argv)
     crit[nc] = named[nn] = locked[nl] = 0;
     printf("sum %.6f total %.1Lf\ncritical %s\nnamed    %s\nlock     %s\n", sum, total, crit, named, locked);
     printf("test_lock retries %s\nchunks dynamic %lx guided %lx\n", tries > 0 ? "some" : "none", hd, hg);
+    printf("single by %d, sections by %d %d %d %d\n", single_by, section_by[0], section_by[1], section_by[2],
+           section_by[3]);
     free(a);
     free(b);
     return 0;

@@ -143,6 +143,23 @@ CHUNK(GOMP_loop_ull_start,
       (bool up, ull b, ull en, ull in, long sched, ull c, ull *s, ull *e, uintptr_t *red, void **mem),
       (up, b, en, in, sched, c, s, e, red, mem), ull, s, e, 1)
 
+/* Which thread runs a `single` construct, and which section a thread of a `sections`
+ * construct runs next (libgomp decides by atomic operations): recorded, given back in replay
+ * (the starts performed for the team's bookkeeping, `GOMP_sections_next` not). */
+#define RESULT(ret, name, params, args, perform)                           \
+    ret name params                                                        \
+    {                                                                      \
+        REAL(ret, name, params);                                           \
+        if (!reprise_active()) return real_##name args;                    \
+        ret r = 0;                                                         \
+        if ((perform) || !reprise_io_replaying()) r = real_##name args;    \
+        return (ret)reprise_input((uint64_t)r);                            \
+    }
+RESULT(bool, GOMP_single_start, (void), (), 1)
+RESULT(unsigned, GOMP_sections_start, (unsigned count), (count), 1)
+RESULT(unsigned, GOMP_sections2_start, (unsigned count, uintptr_t *red, void **mem), (count, red, mem), 1)
+RESULT(unsigned, GOMP_sections_next, (void), (), 0)
+
 /* The C interposers of this file (weak: a program may define these names itself). */
 #pragma weak GOMP_critical_start
 #pragma weak GOMP_critical_end
@@ -185,3 +202,7 @@ CHUNK(GOMP_loop_ull_start,
 #pragma weak GOMP_loop_ull_maybe_nonmonotonic_runtime_start
 #pragma weak GOMP_loop_start
 #pragma weak GOMP_loop_ull_start
+#pragma weak GOMP_single_start
+#pragma weak GOMP_sections_start
+#pragma weak GOMP_sections2_start
+#pragma weak GOMP_sections_next
