@@ -100,4 +100,37 @@ SHIM_HIDDEN long reprise_shim_io_result(long r, int err);
 SHIM_HIDDEN void reprise_shim_mark_written(int fd);
 SHIM_HIDDEN int reprise_shim_placeholder(int want);
 
+/* ---- recorded results (shim_fs.c, shim_sysinfo.c, shim_omp.c) --------------------------------
+ * `reprise_active`, starting the runtime first if nothing did yet (a shared library's
+ * constructor may call these before the program starts it: calls.rs). */
+extern int reprise_active_init(void);
+
+/* A call that fills `out` (`size` bytes) and returns 0: performed while recording, its result,
+ * errno and `out` recorded; in replay not performed, all three given back. A safe point. */
+#define RECORDED_OUT(ret, name, params, args, out, size)                          \
+    ret name params                                                               \
+    {                                                                             \
+        REAL(ret, name, params);                                                  \
+        if (!reprise_active_init()) return real_##name args;                      \
+        reprise_safe_point();                                                     \
+        long r = -1;                                                              \
+        int e = 0;                                                                \
+        if (!reprise_io_replaying()) { r = (long)real_##name args; e = errno; }   \
+        r = reprise_shim_io_result(r, e);                                         \
+        if (r == 0) reprise_io_data((void *)(out), (size));                       \
+        return (ret)r;                                                            \
+    }
+
+/* A call that returns a number: its value recorded, the recorded one given back in replay,
+ * where the real call is made only when `in_replay` (for its side effects). */
+#define RECORDED_VALUE(ret, name, params, args, in_replay)                        \
+    ret name params                                                               \
+    {                                                                             \
+        REAL(ret, name, params);                                                  \
+        if (!reprise_active_init()) return real_##name args;                      \
+        ret v = 0;                                                                \
+        if ((in_replay) || !reprise_io_replaying()) v = real_##name args;         \
+        return (ret)(int64_t)reprise_input((uint64_t)(int64_t)v);                 \
+    }
+
 #endif

@@ -48,19 +48,7 @@ REVOCABLE(int, symlink, (const char *from, const char *to), (from, to))
  * recordable, the result and the structure recorded, given back in replay. A program checks
  * its output file with them before changing its mode, owner and times (zstd: only when it is a
  * regular file): the replay, which writes no file, must see what the recording saw. */
-#define RECORDED_STAT(name, params, args, st, size) \
-    int name params \
-    { \
-        REAL(int, name, params); \
-        if (!reprise_active()) return real_##name args; \
-        reprise_safe_point(); \
-        long r = -1; \
-        int e = 0; \
-        if (!reprise_io_replaying()) { r = (long)real_##name args; e = errno; } \
-        r = reprise_shim_io_result(r, e); \
-        if (r == 0) reprise_io_data((void *)(st), size); \
-        return (int)r; \
-    }
+#define RECORDED_STAT(name, params, args, st, size) RECORDED_OUT(int, name, params, args, st, size)
 RECORDED_STAT(stat, (const char *path, struct stat *st), (path, st), st, sizeof(struct stat))
 RECORDED_STAT(lstat, (const char *path, struct stat *st), (path, st), st, sizeof(struct stat))
 RECORDED_STAT(fstatat, (int dirfd, const char *path, struct stat *st, int flags), (dirfd, path, st, flags), st,

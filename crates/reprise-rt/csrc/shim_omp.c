@@ -146,19 +146,10 @@ CHUNK(GOMP_loop_ull_start,
 /* Which thread runs a `single` construct, and which section a thread of a `sections`
  * construct runs next (libgomp decides by atomic operations): recorded, given back in replay
  * (the starts performed for the team's bookkeeping, `GOMP_sections_next` not). */
-#define RESULT(ret, name, params, args, perform)                           \
-    ret name params                                                        \
-    {                                                                      \
-        REAL(ret, name, params);                                           \
-        if (!reprise_active()) return real_##name args;                    \
-        ret r = 0;                                                         \
-        if ((perform) || !reprise_io_replaying()) r = real_##name args;    \
-        return (ret)reprise_input((uint64_t)r);                            \
-    }
-RESULT(bool, GOMP_single_start, (void), (), 1)
-RESULT(unsigned, GOMP_sections_start, (unsigned count), (count), 1)
-RESULT(unsigned, GOMP_sections2_start, (unsigned count, uintptr_t *red, void **mem), (count, red, mem), 1)
-RESULT(unsigned, GOMP_sections_next, (void), (), 0)
+RECORDED_VALUE(bool, GOMP_single_start, (void), (), 1)
+RECORDED_VALUE(unsigned, GOMP_sections_start, (unsigned count), (count), 1)
+RECORDED_VALUE(unsigned, GOMP_sections2_start, (unsigned count, uintptr_t *red, void **mem), (count, red, mem), 1)
+RECORDED_VALUE(unsigned, GOMP_sections_next, (void), (), 0)
 
 /* The C interposers of this file (weak: a program may define these names itself). */
 #pragma weak GOMP_critical_start

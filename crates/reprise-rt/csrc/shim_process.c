@@ -147,26 +147,19 @@ static void va_args_fill(char **argv, const char *arg0, va_list *ap, size_t n)
     argv[0] = (char *)arg0;
     for (size_t i = 1; i <= n + 1; i++) argv[i] = va_arg(*ap, char *);
 }
-int execl(const char *path, const char *arg, ...)
-{
-    va_list ap;
-    va_start(ap, arg);
-    size_t n = va_args_count(ap);
-    char *argv[n + 2];
-    va_args_fill(argv, arg, &ap, n);
-    va_end(ap);
-    return execv(path, argv);
-}
-int execlp(const char *file, const char *arg, ...)
-{
-    va_list ap;
-    va_start(ap, arg);
-    size_t n = va_args_count(ap);
-    char *argv[n + 2];
-    va_args_fill(argv, arg, &ap, n);
-    va_end(ap);
-    return execvp(file, argv);
-}
+#define EXEC_LIST(name, first, vexec)               \
+    int name(const char *first, const char *arg, ...) \
+    {                                                \
+        va_list ap;                                  \
+        va_start(ap, arg);                           \
+        size_t n = va_args_count(ap);                \
+        char *argv[n + 2];                           \
+        va_args_fill(argv, arg, &ap, n);             \
+        va_end(ap);                                  \
+        return vexec(first, argv);                   \
+    }
+EXEC_LIST(execl, path, execv)
+EXEC_LIST(execlp, file, execvp)
 int execle(const char *path, const char *arg, ...)
 {
     va_list ap;
@@ -184,20 +177,16 @@ int execle(const char *path, const char *arg, ...)
  * _exit, a program that must not flush stdio twice): the runtime ends it here, as exit() would
  * (lifecycle.rs; a raw exit_group through syscall() above, or trapped by Syscall User
  * Dispatch, too). */
-void _exit(int status)
-{
-    REAL(void, _exit, (int));
-    reprise_process_exiting();
-    real__exit(status);
-    __builtin_unreachable();
-}
-void _Exit(int status)
-{
-    REAL(void, _Exit, (int));
-    reprise_process_exiting();
-    real__Exit(status);
-    __builtin_unreachable();
-}
+#define EXITING(name)                      \
+    void name(int status)                  \
+    {                                      \
+        REAL(void, name, (int));           \
+        reprise_process_exiting();         \
+        real_##name(status);               \
+        __builtin_unreachable();           \
+    }
+EXITING(_exit)
+EXITING(_Exit)
 
 /* The C interposers of this file (the tests check that the archive defines no libc name
  * strongly). */
