@@ -352,8 +352,9 @@ fn run_continues(s: u32) -> bool {
     idx < v.len() && used + 1 < v[idx].count
 }
 
-/// Replay: consume the current turn of `s` (caller holds it).
-fn advance(s: u32) {
+/// Replay: consume the current turn of `s` (caller holds it). Returns whether the next turn
+/// belongs to another run whose thread may sleep on `pos` (see [`wake_turn`]).
+fn advance(s: u32) -> bool {
     let st = stripe(s);
     let v = state::vector(s);
     let cur = st.cursor.load(Ordering::Relaxed);
@@ -367,7 +368,15 @@ fn advance(s: u32) {
     st.cursor
         .store(((idx as u64) << 32) | used as u64, Ordering::Release);
     st.pos.fetch_add(1, Ordering::SeqCst);
-    if changed && st.waiters.load(Ordering::SeqCst) > 0 {
+    changed
+}
+
+/// Replay: wake the threads asleep in [`wait_turn`] on `s` after its turn passed to another
+/// run. Called once the ticket is released: a woken thread then finds the ticket free instead
+/// of sleeping again on it while the waker is still inside `futex_wake`.
+fn wake_turn(s: u32) {
+    let st = stripe(s);
+    if st.waiters.load(Ordering::SeqCst) > 0 {
         let _e = sys::ErrnoGuard::new();
         sys::futex_wake(&st.pos, i32::MAX);
     }
@@ -375,10 +384,11 @@ fn advance(s: u32) {
 
 #[inline(always)]
 fn release_one(s: u32, replay: bool) {
-    if replay {
-        advance(s);
-    }
+    let wake = replay && advance(s);
     ticket_unlock(stripe(s));
+    if wake {
+        wake_turn(s);
+    }
 }
 
 /// Release whatever `t` holds: its access is complete (this is a safe point).
@@ -418,7 +428,8 @@ pub fn take(t: &mut Thread, s: u32) -> u64 {
         }
         if replay && run_continues(s) {
             // The turn after the held one is ours too (same run of the vector): consume the
-            // held turn and keep the ticket; nobody else can be due on this stripe.
+            // held turn and keep the ticket; nobody else can be due on this stripe (so nobody
+            // to wake).
             advance(s);
             return append(s, st, t.tid);
         }
