@@ -26,7 +26,7 @@ fn build_plain(w: &Work, p: &Program) -> String {
         .args(["-O2", "-pthread", "-g", "-o", &out])
         .arg(&p.source);
     if p.cplusplus {
-        c.arg("-std=c++17");
+        c.arg("-std=c++20");
     }
     let o = c.output().unwrap();
     assert!(
@@ -153,7 +153,8 @@ racy_tests!(
     spin_yield,
     sigalrm,
     libc_names,
-    libc_names_cxx
+    libc_names_cxx,
+    cxx20_sync
 );
 
 /// counter_race built with plain gcc: each replay verified with the recorded output and status,

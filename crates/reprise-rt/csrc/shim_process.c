@@ -80,8 +80,9 @@ int sched_getcpu(void)
     return reprise_active() ? (int)reprise_input((uint64_t)(int64_t)v) : v;
 }
 
-/* ---- syscall(): a safe point; futex waits inside libstdc++ go through it ------------------- */
+/* ---- syscall(): a safe point; futex waits inside libstdc++ go through it (recorded) ------- */
 extern void reprise_process_exiting(void);
+extern int reprise_futex_recorded(int op);
 
 long syscall(long n, ...)
 {
@@ -94,6 +95,19 @@ long syscall(long n, ...)
     reprise_safe_point();
     /* The process ends without exit() (see _exit below). */
     if (n == SYS_exit_group) reprise_process_exiting();
+    /* A futex wait or wake of the program's own (libstdc++'s atomic wait): its result and
+     * errno are recorded; replay gives them back without the call, since the program's
+     * instrumented loads around it are what order it, and nobody sleeps on the word in replay
+     * (calls.rs, reprise_futex_recorded). */
+    if (n == SYS_futex && reprise_futex_recorded((int)a2)) {
+        long r = -1;
+        int e = 0;
+        if (!reprise_io_replaying()) {
+            r = real_syscall(n, a1, a2, a3, a4, a5, a6);
+            e = errno;
+        }
+        return reprise_shim_io_result(r, e);
+    }
     long r = real_syscall(n, a1, a2, a3, a4, a5, a6);
     if (n == SYS_gettid && reprise_active()) r = (long)reprise_input((uint64_t)r);
     return r;

@@ -146,6 +146,24 @@ pub extern "C" fn reprise_fd_event(fd: c_int) -> c_int {
     reprise_ordered(core::ptr::addr_of!(FD_OBJS[i]).cast())
 }
 
+/// Whether the program's own `syscall(SYS_futex, _, op, ..)` is a recorded result (see
+/// `shim_process.c`): in full mode, for the plain wait and wake operations (and their bitset
+/// forms), while this thread records or replays. Their outcome is timing: a wait sleeps,
+/// returns EAGAIN (the word changed first), times out or is interrupted, and a wake wakes
+/// however many slept; libstdc++'s atomic wait (`std::barrier`, `std::latch`,
+/// `std::atomic::wait`) reads `errno` after one. The operations that change the word or move
+/// waiters (requeue, wake-op, priority inheritance) run for real, as in sync mode, where the
+/// atomics that order a futex are invisible, so its wait must really wait.
+#[no_mangle]
+pub extern "C" fn reprise_futex_recorded(op: c_int) -> c_int {
+    const CMD: c_int = !(libc::FUTEX_PRIVATE_FLAG | libc::FUTEX_CLOCK_REALTIME);
+    let plain = matches!(
+        op & CMD,
+        libc::FUTEX_WAIT | libc::FUTEX_WAKE | libc::FUTEX_WAIT_BITSET | libc::FUTEX_WAKE_BITSET
+    );
+    (plain && !crate::preload::sync() && reprise_active() != 0) as c_int
+}
+
 /// Whether this thread is replaying.
 #[no_mangle]
 pub extern "C" fn reprise_io_replaying() -> c_int {

@@ -137,7 +137,7 @@ impl Work {
         }
         c.args(["-O2", "-g", "-o", &out]).arg(&p.source);
         if p.cplusplus {
-            c.arg("-std=c++17");
+            c.arg("-std=c++20");
         }
         let o = c.output().unwrap();
         assert!(
@@ -466,7 +466,9 @@ macro_rules! acceptance_programs {
             sigalrm,
             rdtsc,
             // Ends without exit() (issue 14's sweep of real programs).
-            quick_exit
+            quick_exit,
+            // C++20 waits: libstdc++'s own futex calls.
+            cxx20_sync
             $(, $more)*
         );
     };
