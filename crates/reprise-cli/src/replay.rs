@@ -9,7 +9,7 @@ use crate::verify::{self, Outputs, RunOutput};
 use anyhow::{Context, Result};
 use reprise_trace::{ChunkKind, TraceReader};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Options of `reprise replay`.
@@ -277,13 +277,19 @@ fn check_exe(header: &reprise_trace::Header) -> Result<()> {
 /// recording used).
 fn runtime_for(header: &reprise_trace::Header) -> Result<PathBuf> {
     let so = crate::syncmode::runtime_shared().map_err(|e| Failure::Replay(format!("{e:#}")))?;
-    let recorded = header.extra.get("runtime_so_hash").map(String::as_str);
-    if recorded.is_some_and(|h| {
-        !h.is_empty() && crate::hashcache::file_hash(&so).ok().as_deref() != Some(h)
-    }) {
+    if runtime_rebuilt(header, &so) {
         eprintln!("reprise: warning: the runtime {} changed since the recording (reprise was rebuilt): a divergence may come from that", so.display());
     }
     Ok(so)
+}
+
+/// Whether the runtime's shared object `so` is another build than the one the sync-mode
+/// recording `header` used.
+fn runtime_rebuilt(header: &reprise_trace::Header, so: &Path) -> bool {
+    let recorded = header.extra.get("runtime_so_hash").map(String::as_str);
+    recorded.is_some_and(|h| {
+        !h.is_empty() && crate::hashcache::file_hash(so).ok().as_deref() != Some(h)
+    })
 }
 
 /// The replay config's flags: the strategy's, `FLAG_NO_SUD` when the recording ran without
@@ -387,17 +393,28 @@ fn judge<'a>(
 }
 
 /// A replay that diverged (`msg`, in each of `attempts`): Err(Failure::Replay) saying so, and in sync
-/// mode that the program probably has a data race.
-fn say_diverged(msg: &str, attempts: u32, sync: bool) -> Result<i32> {
+/// mode that the program probably has a data race (`preload`: the runtime preloaded), unless
+/// the runtime itself is another build than the recording's.
+fn say_diverged(
+    msg: &str,
+    attempts: u32,
+    header: &reprise_trace::Header,
+    preload: Option<&Path>,
+) -> Result<i32> {
     let tries = if attempts > 1 {
         format!(" (in each of {attempts} attempts)")
     } else {
         String::new()
     };
+    if preload.is_some_and(|so| runtime_rebuilt(header, so)) {
+        // Another runtime build may lay out memory or order calls differently (its size
+        // moves the libraries mapped after it): no hint about the program's races.
+        return fail(format!("{msg}{tries}\nreprise: the runtime changed since the recording (reprise was rebuilt): record again with this build"));
+    }
     // Sync mode orders synchronisation only: a divergence means the program's
     // unordered accesses (a data race, inline atomics) went another way than while
     // recording.
-    if sync {
+    if preload.is_some() {
         fail(format!("{msg}{tries}\nreprise: the program probably has a data race here: record it with `reprise cc` for exact replay"))
     } else {
         fail(format!("{msg}{tries}"))
@@ -554,7 +571,7 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
             }
             v
         }
-        Err(msg) => return say_diverged(&msg, attempts, sync),
+        Err(msg) => return say_diverged(&msg, attempts, &header, preload.as_deref()),
     };
     Ok(say_verified(
         cut_verified,
