@@ -18,8 +18,36 @@ RECORDED_OUT(int, sched_getaffinity, (pid_t pid, size_t size, cpu_set_t *set), (
 /* libgomp sizes its thread pool by this one, from its constructor. */
 RECORDED_OUT(int, pthread_getaffinity_np, (pthread_t th, size_t size, cpu_set_t *set), (th, size, set), set, size)
 
-RECORDED_VALUE(long, sysconf, (int name), (name), 1)
-RECORDED_VALUE(long, __sysconf, (int name), (name), 1)
+/* sysconf: the names fixed by the C library and the kernel's ABI (page size, clock ticks,
+ * name and buffer limits) are not recorded, so a program asking for its page size in a loop
+ * pays no runtime entry; the others (processors online, memory, limits that follow the
+ * rlimits, cache sizes) are recorded results. */
+static int sysconf_fixed(int name)
+{
+    switch (name) {
+    case _SC_PAGESIZE: case _SC_CLK_TCK: case _SC_LINE_MAX: case _SC_IOV_MAX:
+    case _SC_HOST_NAME_MAX: case _SC_LOGIN_NAME_MAX: case _SC_TTY_NAME_MAX:
+    case _SC_GETPW_R_SIZE_MAX: case _SC_GETGR_R_SIZE_MAX: case _SC_THREAD_STACK_MIN:
+    case _SC_THREAD_KEYS_MAX:
+        return 1;
+    }
+    return 0;
+}
+static long sysconf_value(long (*real)(int), int name)
+{
+    if (sysconf_fixed(name) || !reprise_active_init()) return real(name);
+    return (long)(int64_t)reprise_input((uint64_t)(int64_t)real(name));
+}
+long sysconf(int name)
+{
+    REAL(long, sysconf, (int));
+    return sysconf_value(real_sysconf, name);
+}
+long __sysconf(int name)
+{
+    REAL(long, __sysconf, (int));
+    return sysconf_value(real___sysconf, name);
+}
 RECORDED_VALUE(int, get_nprocs, (void), (), 1)
 RECORDED_VALUE(int, get_nprocs_conf, (void), (), 1)
 RECORDED_VALUE(long, get_phys_pages, (void), (), 1)
