@@ -119,11 +119,17 @@ long syscall(long n, ...)
 #include <spawn.h>
 extern void reprise_tsc_trap(int on);
 
+extern void reprise_exec_note(const char *path);
 #define SPAWNING(ret, name, params, args)     \
+    SPAWNING_NOTE(ret, name, params, args, (void)0)
+#define EXECING(ret, name, params, args, path) \
+    SPAWNING_NOTE(ret, name, params, args, reprise_exec_note(path))
+#define SPAWNING_NOTE(ret, name, params, args, note) \
     ret name params                            \
     {                                          \
         REAL(ret, name, params);               \
         reprise_safe_point();                  \
+        note;                                  \
         reprise_tsc_trap(0);                   \
         ret r = real_##name args;              \
         int e = errno;                         \
@@ -135,11 +141,11 @@ SPAWNING(int, system, (const char *c), (c))
 SPAWNING(FILE *, popen, (const char *c, const char *m), (c, m))
 SPAWNING(int, posix_spawn, (pid_t *p, const char *f, const posix_spawn_file_actions_t *a, const posix_spawnattr_t *at, char *const av[], char *const ev[]), (p, f, a, at, av, ev))
 SPAWNING(int, posix_spawnp, (pid_t *p, const char *f, const posix_spawn_file_actions_t *a, const posix_spawnattr_t *at, char *const av[], char *const ev[]), (p, f, a, at, av, ev))
-SPAWNING(int, execve, (const char *f, char *const av[], char *const ev[]), (f, av, ev))
-SPAWNING(int, execv, (const char *f, char *const av[]), (f, av))
-SPAWNING(int, execvp, (const char *f, char *const av[]), (f, av))
-SPAWNING(int, execvpe, (const char *f, char *const av[], char *const ev[]), (f, av, ev))
-SPAWNING(int, fexecve, (int fd, char *const av[], char *const ev[]), (fd, av, ev))
+EXECING(int, execve, (const char *f, char *const av[], char *const ev[]), (f, av, ev), f)
+EXECING(int, execv, (const char *f, char *const av[]), (f, av), f)
+EXECING(int, execvp, (const char *f, char *const av[]), (f, av), f)
+EXECING(int, execvpe, (const char *f, char *const av[], char *const ev[]), (f, av, ev), f)
+EXECING(int, fexecve, (int fd, char *const av[], char *const ev[]), (fd, av, ev), NULL)
 
 /* execl, execlp, execle: glibc's call its execve internally, which no interposer sees (the
  * program then started with the TSC still trapped, and died of its first rdtsc): their

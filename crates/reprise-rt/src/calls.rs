@@ -232,3 +232,38 @@ pub extern "C" fn reprise_read_flags() -> c_int {
     (f & reprise_proto::FLAG_HASH_READS != 0) as c_int
         | (((f & reprise_proto::FLAG_PORTABLE != 0) as c_int) << 1)
 }
+
+/// The program replaces itself (`execve` and its family, shim_process.c), about to: what the
+/// new program runs is not recorded (the runtime's descriptors close on exec, and sync mode's
+/// preload is not in the program's environment), which the user is told here, once per exec,
+/// while recording and replaying (a replay runs it again natively; its output is still
+/// compared, and a recording that ends in it is a cut trace or a complete one by its exit).
+///
+/// # Safety
+/// `path` is null (an `fexecve`) or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn reprise_exec_note(path: *const core::ffi::c_char) {
+    let name = if path.is_null() {
+        None
+    } else {
+        // SAFETY: per the function contract.
+        unsafe { core::ffi::CStr::from_ptr(path) }.to_str().ok()
+    };
+    let name = name.unwrap_or("another program");
+    const UNRECORDED: &str = "what that program does is not recorded (a replay runs it again, natively, and compares its output)";
+    if !crate::lifecycle::own_process() {
+        // A vfork child (another pid, the parent's memory: nothing of the runtime's state
+        // may change here) execs its own program, as shells run a command.
+        crate::say!("a child process execs {name}: {UNRECORDED}");
+        return;
+    }
+    let Some(mut e) = crate::entry::enter() else {
+        return;
+    };
+    let t = e.t();
+    crate::say!(
+        "thread {} execs {name} after event {}: {UNRECORDED}",
+        t.tid,
+        t.sh().events.load(Ordering::Relaxed)
+    );
+}

@@ -255,13 +255,18 @@ extern "C" fn in_fork_child() {
 /// The process whose runtime this is (a `vfork` child shares its memory, and must not end it).
 static PID: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 
+/// Whether the calling process is the one whose runtime this is (not a `vfork` child).
+pub(crate) fn own_process() -> bool {
+    PID.load(Ordering::Relaxed) == sys::getpid()
+}
+
 /// The process ends without `exit()`: `_exit`, `_Exit` (shim_process.c) or a raw `exit_group`
 /// (caught by Syscall User Dispatch, `sud.rs`). Its end is the one `exit()` records (the
 /// `atexit` handler below); the second call of the pair that `exit()` makes (its own
 /// `exit_group`) finds the runtime done and does nothing.
 #[no_mangle]
 pub extern "C" fn reprise_process_exiting() {
-    if PID.load(Ordering::Relaxed) != sys::getpid() {
+    if !own_process() {
         return;
     }
     at_exit();
