@@ -46,6 +46,8 @@ RUST_WEAK(pthread_rwlock_tryrdlock);
 RUST_WEAK(pthread_rwlock_trywrlock);
 RUST_WEAK(pthread_rwlock_timedrdlock);
 RUST_WEAK(pthread_rwlock_timedwrlock);
+RUST_WEAK(pthread_rwlock_clockrdlock);
+RUST_WEAK(pthread_rwlock_clockwrlock);
 RUST_WEAK(pthread_rwlock_unlock);
 RUST_WEAK(pthread_spin_lock);
 RUST_WEAK(pthread_spin_trylock);

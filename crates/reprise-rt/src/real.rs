@@ -58,6 +58,8 @@ reals! {
     pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int = "pthread_rwlock_trywrlock";
     pthread_rwlock_timedrdlock(l: *mut pthread_rwlock_t, ts: *const timespec) -> c_int = "pthread_rwlock_timedrdlock";
     pthread_rwlock_timedwrlock(l: *mut pthread_rwlock_t, ts: *const timespec) -> c_int = "pthread_rwlock_timedwrlock";
+    pthread_rwlock_clockrdlock(l: *mut pthread_rwlock_t, clk: libc::clockid_t, ts: *const timespec) -> c_int = "pthread_rwlock_clockrdlock";
+    pthread_rwlock_clockwrlock(l: *mut pthread_rwlock_t, clk: libc::clockid_t, ts: *const timespec) -> c_int = "pthread_rwlock_clockwrlock";
     pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int = "pthread_rwlock_unlock";
     pthread_spin_lock(l: *mut c_int) -> c_int = "pthread_spin_lock";
     pthread_spin_trylock(l: *mut c_int) -> c_int = "pthread_spin_trylock";

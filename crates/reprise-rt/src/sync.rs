@@ -279,67 +279,27 @@ pub unsafe extern "C" fn pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_in
 pub unsafe extern "C" fn pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_int {
     unsafe { acquire(l.cast(), kind::LOCK, || real::pthread_rwlock_wrlock(l)) }
 }
-/// # Safety
-/// Called as libc's `pthread_rwlock_tryrdlock` (through its weak stub), with its contract: every pointer
-/// argument valid as that function requires.
-#[export_name = "reprise_pthread_rwlock_tryrdlock"]
-pub unsafe extern "C" fn pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int {
-    unsafe {
-        attempt(
-            l.cast(),
-            kind::LOCK,
-            || real::pthread_rwlock_tryrdlock(l),
-            || real::pthread_rwlock_rdlock(l),
-        )
-    }
+/// The rwlock acquisitions that may fail (try, timed; the clock forms are libstdc++'s
+/// `shared_timed_mutex::try_lock_for`/`try_lock_shared_for` on the steady clock): each is an
+/// [`attempt`] whose success is a recorded result, re-acquired for good in replay.
+macro_rules! rwlock_attempts {
+    ($($name:ident ( $($arg:ident : $t:ty),* ) => $lock:ident;)*) => {$(
+        /// # Safety
+        /// Called as libc's function of this name (through its weak stub), with its contract:
+        /// every pointer argument valid as that function requires.
+        #[export_name = concat!("reprise_", stringify!($name))]
+        pub unsafe extern "C" fn $name(l: *mut pthread_rwlock_t $(, $arg: $t)*) -> c_int {
+            unsafe { attempt(l.cast(), kind::LOCK, || real::$name(l $(, $arg)*), || real::$lock(l)) }
+        }
+    )*};
 }
-/// # Safety
-/// Called as libc's `pthread_rwlock_trywrlock` (through its weak stub), with its contract: every pointer
-/// argument valid as that function requires.
-#[export_name = "reprise_pthread_rwlock_trywrlock"]
-pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int {
-    unsafe {
-        attempt(
-            l.cast(),
-            kind::LOCK,
-            || real::pthread_rwlock_trywrlock(l),
-            || real::pthread_rwlock_wrlock(l),
-        )
-    }
-}
-/// # Safety
-/// Called as libc's `pthread_rwlock_timedrdlock` (through its weak stub), with its contract: every pointer
-/// argument valid as that function requires.
-#[export_name = "reprise_pthread_rwlock_timedrdlock"]
-pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
-    l: *mut pthread_rwlock_t,
-    ts: *const timespec,
-) -> c_int {
-    unsafe {
-        attempt(
-            l.cast(),
-            kind::LOCK,
-            || real::pthread_rwlock_timedrdlock(l, ts),
-            || real::pthread_rwlock_rdlock(l),
-        )
-    }
-}
-/// # Safety
-/// Called as libc's `pthread_rwlock_timedwrlock` (through its weak stub), with its contract: every pointer
-/// argument valid as that function requires.
-#[export_name = "reprise_pthread_rwlock_timedwrlock"]
-pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
-    l: *mut pthread_rwlock_t,
-    ts: *const timespec,
-) -> c_int {
-    unsafe {
-        attempt(
-            l.cast(),
-            kind::LOCK,
-            || real::pthread_rwlock_timedwrlock(l, ts),
-            || real::pthread_rwlock_wrlock(l),
-        )
-    }
+rwlock_attempts! {
+    pthread_rwlock_tryrdlock() => pthread_rwlock_rdlock;
+    pthread_rwlock_trywrlock() => pthread_rwlock_wrlock;
+    pthread_rwlock_timedrdlock(ts: *const timespec) => pthread_rwlock_rdlock;
+    pthread_rwlock_timedwrlock(ts: *const timespec) => pthread_rwlock_wrlock;
+    pthread_rwlock_clockrdlock(clk: libc::clockid_t, ts: *const timespec) => pthread_rwlock_rdlock;
+    pthread_rwlock_clockwrlock(clk: libc::clockid_t, ts: *const timespec) => pthread_rwlock_wrlock;
 }
 /// # Safety
 /// Called as libc's `pthread_rwlock_unlock` (through its weak stub), with its contract: every pointer
