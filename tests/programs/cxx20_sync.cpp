@@ -5,14 +5,18 @@
 // its id to a shared log through an atomic slot counter, so the order within a phase varies
 // with the interleaving. A waiter thread sleeps in std::atomic::wait until the last phase's
 // completion publishes a value, and the main thread waits on a std::latch counted down by
-// every thread. Prints the log (racy order), the value the waiter saw and a checksum
-// (invariant).
+// every thread. Then each thread makes 6 timed attempts on a std::shared_timed_mutex (thread 0
+// exclusive, the others shared; 10 us each, held for a while on success), logging which
+// succeeded (racy). Prints the logs, the value the waiter saw and a checksum (invariant).
 // argv[1] = window width (delay before taking a slot).
 #include <atomic>
 #include <barrier>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <latch>
+#include <mutex>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -20,6 +24,7 @@ namespace {
 
 constexpr int kThreads = 3;
 constexpr int kPhases = 8;
+constexpr int kAttempts = 6;
 
 int window = 2000;
 
@@ -40,6 +45,10 @@ int main(int argc, char **argv)
     std::barrier bar(kThreads, [&]() noexcept { completions++; });
     std::latch done(kThreads + 1);
     int seen = 0;
+    std::shared_timed_mutex stm;
+    std::mutex log_lock;
+    int tries[kThreads * kAttempts];
+    int ntries = 0;
 
     std::thread waiter([&] {
         published.wait(0);
@@ -58,6 +67,20 @@ int main(int argc, char **argv)
                 published.store(100 + slot.load());
                 published.notify_one();
             }
+            bar.arrive_and_wait();
+            for (int a = 0; a < kAttempts; a++) {
+                auto wait = std::chrono::microseconds(10);
+                bool ok = id == 0 ? stm.try_lock_for(wait) : stm.try_lock_shared_for(wait);
+                if (ok) {
+                    delay(window * 200);
+                    if (id == 0)
+                        stm.unlock();
+                    else
+                        stm.unlock_shared();
+                }
+                std::lock_guard<std::mutex> g(log_lock);
+                tries[ntries++] = id * 10 + ok;
+            }
             done.count_down();
         });
     }
@@ -71,6 +94,8 @@ int main(int argc, char **argv)
         std::printf(" %d", log[i]);
         sum += log[i];
     }
+    std::printf("\ntimed");
+    for (int i = 0; i < ntries; i++) std::printf(" %d", tries[i]);
     std::printf("\nseen %d completions %ld sum %ld\n", seen, completions, sum);
     return 0;
 }
