@@ -174,10 +174,19 @@ fn compare_threads(rec: &RunOutput<'_>, rep: &RunOutput<'_>) -> Result<(), Strin
                     .unwrap_or("nothing".into())
             ));
         }
-        if a.signals != b.signals {
+        if let Some(i) = (0..a.signals.len().max(b.signals.len()))
+            .find(|&i| a.signals.get(i) != b.signals.get(i))
+        {
+            let at = |p: Option<&Pair>| {
+                p.map(|p| format!("signal {} at runtime entry {}", p.value, p.event))
+                    .unwrap_or("none".into())
+            };
             return Err(format!(
-                "thread {tid}: signal deliveries differ: recorded {:?}, replayed {:?}",
-                a.signals, b.signals
+                "thread {tid}: signal delivery {i} differs: recorded {}, replayed {} ({} recorded, {} replayed in all)",
+                at(a.signals.get(i)),
+                at(b.signals.get(i)),
+                a.signals.len(),
+                b.signals.len()
             ));
         }
         if let Some(i) =

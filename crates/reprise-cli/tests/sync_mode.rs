@@ -99,7 +99,8 @@ race_free_tests!(
     huge_heap,
     fork_system,
     echo_server,
-    quick_exit
+    quick_exit,
+    cond_alarm
 );
 
 /// Racy programs built with plain gcc/g++ (data races, or inline atomics sync mode cannot

@@ -177,9 +177,11 @@ pub(crate) unsafe fn release(f: impl FnOnce() -> c_int) -> c_int {
 /// then runs untrapped). In replay nothing: no thread waits on a real condition variable there
 /// (a wait re-acquires its mutex at its recorded turn instead), so the call wakes nobody and
 /// makes no system call; and the turn it would pass, usually the mutex's acquisition, stays
-/// held to the unlock that follows, where the waiter due next then finds the mutex free.
+/// held to the unlock that follows, where the waiter due next then finds the mutex free. Still
+/// a runtime entry, as in record: asynchronous signals are delivered at recorded entry counts.
 unsafe fn signal(f: impl FnOnce() -> c_int) -> c_int {
     if replaying() && !crate::model::active() {
+        let _entry = enter();
         return f();
     }
     unsafe { release(f) }
