@@ -1,6 +1,7 @@
 //! Inputs and the outside world: stdin data is recorded and replayed without the input, a
-//! program appending to a log file does not append again in replay, and a Makefile project
-//! builds with `make CC="reprise cc"` and replays verified.
+//! program appending to a log file does not append again in replay, a Makefile project
+//! builds with `make CC="reprise cc"` and replays verified, and a program sees its arguments
+//! and environment while recorded as natively.
 
 mod common;
 use common::*;
@@ -139,6 +140,42 @@ fn fork_and_system_children_run_unrecorded() {
             out.contains("from-system") && out.contains("child=3") && out.contains("system=0"),
             "{out}"
         );
+        replay_verified(&w, &r, How::Plain);
+    }
+}
+
+/// A `reprise cc` program (gcc and clang) prints the same arguments and environment natively
+/// and recorded; its replay, from an environment without the variable, prints the recorded
+/// values (the program's environment is the recording's).
+#[test]
+fn program_sees_its_arguments_and_environment() {
+    let p = program("env_args");
+    let w = Work::new();
+    for compiler in ["gcc", "clang"] {
+        let bin = w.build(&p, compiler);
+        let args = ["one".to_string(), "two words".to_string()];
+        let native = Command::new(w.path(&bin))
+            .args(&args)
+            .env("REPRISE_PROBE", "probe-value")
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&native.stdout).into_owned();
+        assert!(
+            out.contains("main: REPRISE_PROBE=probe-value PATH set")
+                && out.contains("thread: REPRISE_PROBE=probe-value"),
+            "native run:\n{out}"
+        );
+        let t = w.path(&format!("env-{compiler}.trace"));
+        let mut c = w.record_cmd(&t, &[], &bin);
+        c.args(&args).env("REPRISE_PROBE", "probe-value");
+        let o = run_limited(c, Duration::from_secs(60));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            out,
+            "recorded with {compiler}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r = recorded(t, &o);
         replay_verified(&w, &r, How::Plain);
     }
 }

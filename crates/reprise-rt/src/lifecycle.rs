@@ -53,11 +53,7 @@ fn after_init_inner() {
     if state::strategy() == state::Strategy::Ownership && !state::REPLAY.load(Ordering::Relaxed) {
         crate::handover::install();
     }
-    if libc_started() {
-        load_unwinder();
-    } else {
-        UNWINDER_DEFERRED.store(true, Ordering::Relaxed);
-    }
+    crate::dl::load_unwinder_at_start();
     // The libraries loaded so far are the program's own (in the trace's header) and, in sync
     // mode, the runtime's: only those the program loads later are reported.
     crate::dl::at_start();
@@ -76,52 +72,6 @@ fn after_init_inner() {
         crate::sud::enable(th);
     }
 }
-
-/// glibc loads the unwinder (libgcc_s) the first time a thread unwinds (pthread_exit,
-/// cancellation) or calls pthread_cancel, with allocations from whichever thread gets there
-/// first: racy, and a replayed cancellation unwinds at another moment than the recorded one
-/// (replay does not perform pthread_cancel). Loading it now, at start in both modes, takes
-/// that work out of the program's run.
-///
-/// Not from a full-mode program's `.preinit_array` (`__tsan_init`), which runs before libc's
-/// own initialisation: loading a library there ran libc's initialiser inside that `dlopen`,
-/// with the `__environ`, argc and argv libc had not yet set (null), and libc never ran it
-/// again: the program found no environment variables at all (`getenv` returned null, so
-/// `OMP_NUM_THREADS` and every other setting was ignored while recording and replaying).
-/// Then [`late_unwinder`] loads it, after libc's start, before the program's constructors.
-fn load_unwinder() {
-    extern "C" {
-        fn backtrace(buf: *mut *mut libc::c_void, n: libc::c_int) -> libc::c_int;
-    }
-    let mut buf = [core::ptr::null_mut(); 1];
-    // SAFETY: a one-entry buffer; glibc's backtrace loads its unwind link on first use.
-    unsafe { backtrace(buf.as_mut_ptr(), 1) };
-}
-
-static UNWINDER_DEFERRED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
-
-/// Whether libc ran its initialiser: it sets `environ` (an empty environment is an empty
-/// array, not null); in a `.preinit_array` function it is still null.
-fn libc_started() -> bool {
-    extern "C" {
-        static environ: *const *const libc::c_char;
-    }
-    // SAFETY: reading libc's `environ` pointer (written only by libc's start and by setenv).
-    unsafe { !core::ptr::addr_of!(environ).read_volatile().is_null() }
-}
-
-/// The unwinder's load deferred by a start inside `.preinit_array` (see [`load_unwinder`]).
-extern "C" fn late_unwinder() {
-    if UNWINDER_DEFERRED.swap(false, Ordering::Relaxed) {
-        load_unwinder();
-    }
-}
-
-/// [`late_unwinder`] as a constructor of the first priority a program may use (101): after
-/// every library's initialiser, libc's included, and before the program's own constructors.
-#[used]
-#[link_section = ".init_array.00101"]
-static LATE_UNWINDER: extern "C" fn() = late_unwinder;
 
 /// A stack for thread `id` of `size` bytes (plus a guard page) in its fixed window.
 pub fn stack_window(id: u32, size: usize) -> Option<u64> {
