@@ -4,8 +4,9 @@
  * section waited for an ownership edge from the thread blocked on it. Worksharing loops with
  * a static schedule need nothing (their iterations are computed from the thread number); the
  * dynamic, guided and runtime schedules hand chunks out by atomic counters: the chunk each
- * call took is recorded and given back in replay (not for the `ordered` loops). A program without OpenMP never calls these (each real one is found on
- * first use). */
+ * call took is recorded and given back in replay (`ordered` loops too, whose blocks replay
+ * orders by their accesses). Tasks run undeferred while recording and replaying. A program
+ * without OpenMP never calls these (each real one is found on first use). */
 #include "shim.h"
 #include <stdbool.h>
 
@@ -62,16 +63,25 @@ UNLOCK1(omp_unset_lock, void *)
 LOCK1(omp_set_nest_lock, void *)
 UNLOCK1(omp_unset_nest_lock, void *)
 
-/* omp_test_lock: 1 when taken (recorded; a replayed success takes the lock for real). */
-struct test_set { ifn1 test; fn1 set; void *l; };
-static int test_once(void *p) { struct test_set *x = p; return x->test(x->l); }
+/* omp_test_lock: 1 when taken (recorded; a replayed success takes the lock for real).
+ * omp_test_nest_lock: the new nesting count when taken (recorded as well), 0 when not. */
+struct test_set { ifn1 test; fn1 set; void *l; int r; };
+static int test_once(void *p) { struct test_set *x = p; return x->r = x->test(x->l); }
 static void set_now(void *p) { struct test_set *x = p; x->set(x->l); }
 int omp_test_lock(void *l)
 {
     REAL(int, omp_test_lock, (void *));
     REAL(void, omp_set_lock, (void *));
-    struct test_set x = {real_omp_test_lock, real_omp_set_lock, l};
+    struct test_set x = {real_omp_test_lock, real_omp_set_lock, l, 0};
     return reprise_try_lock_with(l, test_once, set_now, &x) ? 1 : 0;
+}
+int omp_test_nest_lock(void *l)
+{
+    REAL(int, omp_test_nest_lock, (void *));
+    REAL(void, omp_set_nest_lock, (void *));
+    struct test_set x = {real_omp_test_nest_lock, real_omp_set_nest_lock, l, 0};
+    if (!reprise_try_lock_with(l, test_once, set_now, &x)) return 0;
+    return (int)reprise_input((uint64_t)x.r);
 }
 
 /* ---- chunks of dynamic, guided and runtime schedules ------------------------------------ */
@@ -134,6 +144,28 @@ START_CHUNK_ULL(GOMP_loop_ull_nonmonotonic_guided_start)
 START_RUNTIME_ULL(GOMP_loop_ull_runtime_start)
 START_RUNTIME_ULL(GOMP_loop_ull_nonmonotonic_runtime_start)
 START_RUNTIME_ULL(GOMP_loop_ull_maybe_nonmonotonic_runtime_start)
+/* `ordered` loops: the same. libgomp's ordered queue (whose `ordered` block runs next) follows
+ * the order in which threads took their chunks and advances inside each `_next`; replay
+ * performs no `_next`, so `GOMP_ordered_start` waits on that queue only while recording, and
+ * the blocks are ordered like critical sections (below). Unrecorded, a replay hung: a thread
+ * waited in `GOMP_ordered_start` for the one whose chunk came first in this run, which waited
+ * for its recorded edge. Static chunks are recorded too (a static `_next` waits on the queue). */
+NEXT(GOMP_loop_ordered_static_next)
+NEXT(GOMP_loop_ordered_dynamic_next)
+NEXT(GOMP_loop_ordered_guided_next)
+NEXT(GOMP_loop_ordered_runtime_next)
+NEXT_ULL(GOMP_loop_ull_ordered_static_next)
+NEXT_ULL(GOMP_loop_ull_ordered_dynamic_next)
+NEXT_ULL(GOMP_loop_ull_ordered_guided_next)
+NEXT_ULL(GOMP_loop_ull_ordered_runtime_next)
+START_CHUNK(GOMP_loop_ordered_static_start)
+START_CHUNK(GOMP_loop_ordered_dynamic_start)
+START_CHUNK(GOMP_loop_ordered_guided_start)
+START_RUNTIME(GOMP_loop_ordered_runtime_start)
+START_CHUNK_ULL(GOMP_loop_ull_ordered_static_start)
+START_CHUNK_ULL(GOMP_loop_ull_ordered_dynamic_start)
+START_CHUNK_ULL(GOMP_loop_ull_ordered_guided_start)
+START_RUNTIME_ULL(GOMP_loop_ull_ordered_runtime_start)
 /* The generic start of gcc 9 and later (any schedule; its reductions and memory arguments
  * passed through). */
 CHUNK(GOMP_loop_start,
@@ -142,6 +174,83 @@ CHUNK(GOMP_loop_start,
 CHUNK(GOMP_loop_ull_start,
       (bool up, ull b, ull en, ull in, long sched, ull c, ull *s, ull *e, uintptr_t *red, void **mem),
       (up, b, en, in, sched, c, s, e, red, mem), ull, s, e, 1)
+CHUNK(GOMP_loop_ordered_start,
+      (long b, long en, long in, long sched, long c, long *s, long *e, uintptr_t *red, void **mem),
+      (b, en, in, sched, c, s, e, red, mem), long, s, e, 1)
+CHUNK(GOMP_loop_ull_ordered_start,
+      (bool up, ull b, ull en, ull in, long sched, ull c, ull *s, ull *e, uintptr_t *red, void **mem),
+      (up, b, en, in, sched, c, s, e, red, mem), ull, s, e, 1)
+
+/* An `ordered` block: ordered like a critical section (on one object), so that replay runs the
+ * blocks in the recorded order in both modes. libgomp's own wait for this thread's place in
+ * the ordered queue happens while recording only (see the `ordered` loops above). */
+static char ordered_obj;
+struct ordered { fn0 wait; bool replaying; };
+static void ordered_wait(void *p)
+{
+    struct ordered *o = p;
+    if (!o->replaying) o->wait();
+}
+void GOMP_ordered_start(void)
+{
+    REAL(void, GOMP_ordered_start, (void));
+    if (!reprise_active_init()) {
+        real_GOMP_ordered_start();
+        return;
+    }
+    struct ordered o = {real_GOMP_ordered_start, reprise_io_replaying() != 0};
+    reprise_lock_with(&ordered_obj, ordered_wait, &o);
+}
+void GOMP_ordered_end(void)
+{
+    REAL(void, GOMP_ordered_end, (void));
+    if (!reprise_active()) {
+        real_GOMP_ordered_end();
+        return;
+    }
+    struct call c = {(void *)real_GOMP_ordered_end, NULL};
+    reprise_unlock_with(call0, &c);
+}
+
+/* ---- tasks ---------------------------------------------------------------------------------
+ * Which thread runs a deferred task, and when, libgomp decides by timing (a task queue that
+ * the team's threads serve, in its barriers and taskwaits, under its own locks). While
+ * recording or replaying, every task is undeferred: run at once by the thread that creates
+ * it, as an `if(0)` task, which OpenMP permits for any task and which libgomp runs in place
+ * (copying the data with cpyfn, or arg_size bytes at arg_align, as for a deferred one).
+ * Sibling tasks then run in their creation order, which satisfies every `depend` clause;
+ * `taskwait` and the end of a `taskgroup` find nothing left to wait for. A task with a
+ * `detach` clause stays as the program asked (its completion waits for an event that a later
+ * task may fulfil). Unrecorded, a task's thread varied, and a recording could hang. */
+#define TASK_FLAG_IF (1u << 10)     /* GOMP_TASK_FLAG_IF (gomp-constants.h): taskloop's if */
+#define TASK_FLAG_DETACH (1u << 13) /* GOMP_TASK_FLAG_DETACH */
+typedef void (*taskfn)(void *);
+typedef void (*cpyfn_t)(void *, void *);
+void GOMP_task(taskfn fn, void *data, cpyfn_t cpy, long size, long align, bool if_clause, unsigned flags,
+               void **depend, int priority, void *detach)
+{
+    REAL(void, GOMP_task, (taskfn, void *, cpyfn_t, long, long, bool, unsigned, void **, int, void *));
+    if (!(flags & TASK_FLAG_DETACH) && reprise_active_init()) if_clause = false;
+    real_GOMP_task(fn, data, cpy, size, align, if_clause, flags, depend, priority, detach);
+}
+/* A taskloop's tasks: without its `if` flag libgomp runs them all in the calling thread, in
+ * iteration order. */
+void GOMP_taskloop(taskfn fn, void *data, cpyfn_t cpy, long size, long align, unsigned flags,
+                   unsigned long num_tasks, int priority, long start, long end, long step)
+{
+    REAL(void, GOMP_taskloop,
+         (taskfn, void *, cpyfn_t, long, long, unsigned, unsigned long, int, long, long, long));
+    if (reprise_active_init()) flags &= ~TASK_FLAG_IF;
+    real_GOMP_taskloop(fn, data, cpy, size, align, flags, num_tasks, priority, start, end, step);
+}
+void GOMP_taskloop_ull(taskfn fn, void *data, cpyfn_t cpy, long size, long align, unsigned flags,
+                       unsigned long num_tasks, int priority, ull start, ull end, ull step)
+{
+    REAL(void, GOMP_taskloop_ull,
+         (taskfn, void *, cpyfn_t, long, long, unsigned, unsigned long, int, ull, ull, ull));
+    if (reprise_active_init()) flags &= ~TASK_FLAG_IF;
+    real_GOMP_taskloop_ull(fn, data, cpy, size, align, flags, num_tasks, priority, start, end, step);
+}
 
 /* Which thread runs a `single` construct, and which section a thread of a `sections`
  * construct runs next (libgomp decides by atomic operations): recorded, given back in replay
@@ -163,6 +272,7 @@ RECORDED_VALUE(unsigned, GOMP_sections_next, (void), (), 0)
 #pragma weak omp_set_nest_lock
 #pragma weak omp_unset_nest_lock
 #pragma weak omp_test_lock
+#pragma weak omp_test_nest_lock
 #pragma weak GOMP_loop_dynamic_next
 #pragma weak GOMP_loop_guided_next
 #pragma weak GOMP_loop_runtime_next
@@ -193,6 +303,29 @@ RECORDED_VALUE(unsigned, GOMP_sections_next, (void), (), 0)
 #pragma weak GOMP_loop_ull_maybe_nonmonotonic_runtime_start
 #pragma weak GOMP_loop_start
 #pragma weak GOMP_loop_ull_start
+#pragma weak GOMP_loop_ordered_static_next
+#pragma weak GOMP_loop_ordered_dynamic_next
+#pragma weak GOMP_loop_ordered_guided_next
+#pragma weak GOMP_loop_ordered_runtime_next
+#pragma weak GOMP_loop_ull_ordered_static_next
+#pragma weak GOMP_loop_ull_ordered_dynamic_next
+#pragma weak GOMP_loop_ull_ordered_guided_next
+#pragma weak GOMP_loop_ull_ordered_runtime_next
+#pragma weak GOMP_loop_ordered_static_start
+#pragma weak GOMP_loop_ordered_dynamic_start
+#pragma weak GOMP_loop_ordered_guided_start
+#pragma weak GOMP_loop_ordered_runtime_start
+#pragma weak GOMP_loop_ull_ordered_static_start
+#pragma weak GOMP_loop_ull_ordered_dynamic_start
+#pragma weak GOMP_loop_ull_ordered_guided_start
+#pragma weak GOMP_loop_ull_ordered_runtime_start
+#pragma weak GOMP_loop_ordered_start
+#pragma weak GOMP_loop_ull_ordered_start
+#pragma weak GOMP_ordered_start
+#pragma weak GOMP_ordered_end
+#pragma weak GOMP_task
+#pragma weak GOMP_taskloop
+#pragma weak GOMP_taskloop_ull
 #pragma weak GOMP_single_start
 #pragma weak GOMP_sections_start
 #pragma weak GOMP_sections2_start

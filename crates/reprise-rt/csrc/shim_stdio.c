@@ -4,11 +4,25 @@
 
 /* ---- stdio: ordered per FILE ------------------------------------------------------------ */
 
+/* After the real call: its turn released, the thread free (reprise_safe_point). Held to the
+ * thread's next runtime entry instead, a turn stayed taken for as long as the thread then
+ * waited outside the runtime: an OpenMP thread that printed and then slept in libgomp's
+ * barrier or thread pool kept stdout's turn, and the next printf of another thread waited for
+ * it forever (a recording hung). */
+static inline void call_done(void)
+{
+    int e = errno;
+    reprise_safe_point();
+    errno = e;
+}
+
 int vfprintf(FILE *f, const char *fmt, va_list ap)
 {
     REAL(int, vfprintf, (FILE *, const char *, va_list));
     reprise_ordered(f);
-    return real_vfprintf(f, fmt, ap);
+    int r = real_vfprintf(f, fmt, ap);
+    call_done();
+    return r;
 }
 int vprintf(const char *fmt, va_list ap) { return vfprintf(stdout, fmt, ap); }
 int printf(const char *fmt, ...)
@@ -31,7 +45,9 @@ int __vfprintf_chk(FILE *f, int flag, const char *fmt, va_list ap)
 {
     REAL(int, __vfprintf_chk, (FILE *, int, const char *, va_list));
     reprise_ordered(f);
-    return real___vfprintf_chk(f, flag, fmt, ap);
+    int r = real___vfprintf_chk(f, flag, fmt, ap);
+    call_done();
+    return r;
 }
 int __vprintf_chk(int flag, const char *fmt, va_list ap) { return __vfprintf_chk(stdout, flag, fmt, ap); }
 int __printf_chk(int flag, const char *fmt, ...)
@@ -56,7 +72,17 @@ int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
     { \
         REAL(ret, name, params); \
         reprise_ordered(obj); \
-        return real_##name args; \
+        ret r_ = real_##name args; \
+        call_done(); \
+        return r_; \
+    }
+#define ORDERED_VOID(name, params, args, obj) \
+    void name params \
+    { \
+        REAL(void, name, params); \
+        reprise_ordered(obj); \
+        real_##name args; \
+        call_done(); \
     }
 
 ORDERED(int, puts, (const char *s), (s), stdout)
@@ -67,7 +93,7 @@ ORDERED(int, _IO_putc, (int c, FILE *f), (c, f), f)
 ORDERED(int, putchar, (int c), (c), stdout)
 ORDERED(size_t, fwrite, (const void *p, size_t s, size_t n, FILE *f), (p, s, n, f), f)
 ORDERED(int, fflush, (FILE *f), (f), f ? (const void *)f : (const void *)stdout)
-ORDERED(void, perror, (const char *s), (s), stderr)
+ORDERED_VOID(perror, (const char *s), (s), stderr)
 
 /* ---- stdio input, fopen and fclose: ordered per FILE, and every system call inside captured
  * (capture.rs): the bytes stdio reads from a file, pipe or tty, what it asks about the
@@ -83,6 +109,7 @@ extern void reprise_capture_end(int began);
         int c_ = reprise_capture_begin(obj); \
         ret r_ = real_##name args; \
         reprise_capture_end(c_); \
+        call_done(); \
         return r_; \
     }
 #define INPUT_VOID(name, params, args, obj) \
@@ -92,6 +119,7 @@ extern void reprise_capture_end(int began);
         int c_ = reprise_capture_begin(obj); \
         real_##name args; \
         reprise_capture_end(c_); \
+        call_done(); \
     }
 
 /* stdio.h may define some of these as macros (with optimisation). */
@@ -148,6 +176,7 @@ static int scan(const char *vsym, vfscanf_fn *slot, FILE *f, const char *fmt, va
     int c_ = reprise_capture_begin(f);
     int r_ = (*slot)(f, fmt, ap);
     reprise_capture_end(c_);
+    call_done();
     return r_;
 }
 static vfscanf_fn real_vfscanf_gnu, real_vfscanf_c99;
@@ -179,15 +208,15 @@ VSCANF(reprise_vfscanf_c99, "__isoc99_vfscanf", (FILE *f, const char *fmt, va_li
 
 static char rng_state_obj;
 ORDERED(int, rand, (void), (), &rng_state_obj)
-ORDERED(void, srand, (unsigned s), (s), &rng_state_obj)
+ORDERED_VOID(srand, (unsigned s), (s), &rng_state_obj)
 ORDERED(long, random, (void), (), &rng_state_obj)
-ORDERED(void, srandom, (unsigned s), (s), &rng_state_obj)
+ORDERED_VOID(srandom, (unsigned s), (s), &rng_state_obj)
 ORDERED(double, drand48, (void), (), &rng_state_obj)
 ORDERED(long, lrand48, (void), (), &rng_state_obj)
 ORDERED(long, mrand48, (void), (), &rng_state_obj)
-ORDERED(void, srand48, (long s), (s), &rng_state_obj)
+ORDERED_VOID(srand48, (long s), (s), &rng_state_obj)
 ORDERED(unsigned short *, seed48, (unsigned short s[3]), (s), &rng_state_obj)
-ORDERED(void, lcong48, (unsigned short p[7]), (p), &rng_state_obj)
+ORDERED_VOID(lcong48, (unsigned short p[7]), (p), &rng_state_obj)
 
 /* The C interposers of this file (the tests check that the archive defines no libc name
  * strongly). */

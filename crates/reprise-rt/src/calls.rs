@@ -20,12 +20,22 @@ fn replaying() -> bool {
 
 /// Safe point, then an ordered event on the stripe of `obj` (a FILE, the RNG state). Returns
 /// 0 when the runtime is not active for this call.
+///
+/// The caller then runs uninstrumented libc work with its system calls untrapped (the turn is
+/// held until the next runtime entry), so the thread is free meanwhile, as in
+/// [`crate::capture`]'s calls: it may not come back to the runtime for a long time. Not free,
+/// a thread that printed and then slept in a wait the runtime does not see (libgomp's barriers
+/// and thread pool) kept the granule of its last access for good: with that access's window
+/// refused by its handover handler and no system call trapped, a requester of it waited
+/// forever (an OpenMP `single` that printed, its team's master then reading what the single's
+/// tasks wrote: a recording hung).
 #[no_mangle]
 pub extern "C" fn reprise_ordered(obj: *const c_void) -> c_int {
     let Some(mut e) = enter() else { return 0 };
     let t = e.t();
     access::safe_point(t);
     crate::sync::take_obj(t, obj, kind::STDIO);
+    crate::ownership::set_free(t.sh());
     t.sud_hold = true;
     1
 }
