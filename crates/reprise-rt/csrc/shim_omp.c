@@ -260,6 +260,41 @@ RECORDED_VALUE(unsigned, GOMP_sections_start, (unsigned count), (count), 1)
 RECORDED_VALUE(unsigned, GOMP_sections2_start, (unsigned count, uintptr_t *red, void **mem), (count, red, mem), 1)
 RECORDED_VALUE(unsigned, GOMP_sections_next, (void), (), 0)
 
+/* `single copyprivate`: libgomp's GOMP_single_copy_start lets the first thread to arrive run
+ * the construct; the others wait in it (a team barrier) for the value GOMP_single_copy_end
+ * hands out. That cannot be given back as a result (a thread that is not the runner waits in
+ * the real call for the one that is), so the arrival order is replayed: while recording, each
+ * call's outcome and its construct's number (runners counted as they arrive) are recorded; in
+ * replay the recorded runner calls first and a waiting thread calls only once its construct's
+ * runner has arrived. Unrecorded, a replay hung (another thread ran the construct). Only for
+ * the outermost team (a nested team's constructs would share the count): deeper, unrecorded. */
+static unsigned long copy_runs; /* level-1 copyprivate constructs whose runner has arrived */
+void *GOMP_single_copy_start(void)
+{
+    REAL(void *, GOMP_single_copy_start, (void));
+    REAL(int, omp_get_level, (void));
+    if (!reprise_active_init() || real_omp_get_level() != 1) return real_GOMP_single_copy_start();
+    if (!reprise_io_replaying()) {
+        void *r = real_GOMP_single_copy_start();
+        /* A waiting thread returns after its runner's GOMP_single_copy_end (a barrier), before
+         * the next construct's runner can arrive: the count is its construct's number then. */
+        unsigned long k = r ? __atomic_load_n(&copy_runs, __ATOMIC_ACQUIRE)
+                            : __atomic_add_fetch(&copy_runs, 1, __ATOMIC_ACQ_REL);
+        reprise_input(r == NULL);
+        reprise_input(k);
+        return r;
+    }
+    bool runs = reprise_input(0) != 0;
+    unsigned long k = reprise_input(0);
+    if (!runs) {
+        reprise_safe_point(); /* nothing pending, requests granted while waiting */
+        while (__atomic_load_n(&copy_runs, __ATOMIC_ACQUIRE) < k) raw_syscall3(SYS_sched_yield, 0, 0, 0);
+    }
+    void *r = real_GOMP_single_copy_start();
+    if (runs) __atomic_store_n(&copy_runs, k, __ATOMIC_RELEASE);
+    return r;
+}
+
 /* The C interposers of this file (weak: a program may define these names itself). */
 #pragma weak GOMP_critical_start
 #pragma weak GOMP_critical_end
@@ -327,6 +362,7 @@ RECORDED_VALUE(unsigned, GOMP_sections_next, (void), (), 0)
 #pragma weak GOMP_taskloop
 #pragma weak GOMP_taskloop_ull
 #pragma weak GOMP_single_start
+#pragma weak GOMP_single_copy_start
 #pragma weak GOMP_sections_start
 #pragma weak GOMP_sections2_start
 #pragma weak GOMP_sections_next
