@@ -4,12 +4,15 @@
  * update of a long double (libgomp's atomic section), and an omp_lock_t taken with
  * omp_set_lock and with omp_test_lock retries, and loops with the dynamic and guided schedules
  * (libgomp hands their chunks out by atomic counters), a `single` and a `sections` construct
- * (which thread runs each varies). Prints the sum, the order in which the
- * threads got through each critical section and the lock (varies), and whether omp_test_lock
- * ever failed. */
+ * (which thread runs each varies), an `ordered` loop with the dynamic schedule, tasks
+ * created in a `single` (with a `taskwait`, and recursive tasks), and a `single copyprivate`.
+ * Prints the sum, the order in which the threads got through each critical section, the lock
+ * and the ordered blocks (varies), which thread ran each task's creator and each single
+ * (varies), and whether omp_test_lock ever failed. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv)
 {
@@ -95,11 +98,54 @@ int main(int argc, char **argv)
         }
     }
     omp_destroy_lock(&lock);
+    /* ordered blocks run in iteration order; who runs each follows the chunks grabbed. */
+    char ord[41];
+    int no = 0;
+#pragma omp parallel for ordered schedule(dynamic, 1) num_threads(3)
+    for (int i = 0; i < 40; i++) {
+#pragma omp ordered
+        ord[no++] = (char)('0' + omp_get_thread_num());
+    }
+    ord[no] = 0;
+    /* Tasks from a single: the sum is fixed, which thread created them varies. */
+    long task_sum = 0;
+    int creator = -1;
+#pragma omp parallel num_threads(3)
+#pragma omp single
+    {
+        creator = omp_get_thread_num();
+        for (int i = 0; i < 24; i++) {
+#pragma omp task firstprivate(i) shared(task_sum)
+            {
+                long s = 0;
+                for (int k = 0; k < 1000 * (i % 4 + 1); k++)
+                    s += k % (i + 2);
+#pragma omp atomic
+                task_sum += s;
+            }
+        }
+#pragma omp taskwait
+    }
+    /* single copyprivate: the thread that runs each single broadcasts its number. */
+    char copied[3][17];
+#pragma omp parallel num_threads(3)
+    {
+        int me = omp_get_thread_num();
+        for (int r = 0; r < 16; r++) {
+            int v;
+#pragma omp single copyprivate(v)
+            v = me;
+            copied[me][r] = (char)('0' + v);
+        }
+        copied[me][16] = 0;
+    }
     crit[nc] = named[nn] = locked[nl] = 0;
     printf("sum %.6f total %.1Lf\ncritical %s\nnamed    %s\nlock     %s\n", sum, total, crit, named, locked);
     printf("test_lock retries %s\nchunks dynamic %lx guided %lx\n", tries > 0 ? "some" : "none", hd, hg);
     printf("single by %d, sections by %d %d %d %d\n", single_by, section_by[0], section_by[1], section_by[2],
            section_by[3]);
+    printf("ordered  %s\ntasks sum %ld created by %d\ncopyprivate %s %s\n", ord, task_sum, creator,
+           copied[0], strcmp(copied[0], copied[1]) || strcmp(copied[0], copied[2]) ? "differ" : "agree");
     free(a);
     free(b);
     return 0;

@@ -2,8 +2,10 @@
 //! In full mode libgomp itself is not instrumented: its critical sections, atomic sections and
 //! locks are ordered by the runtime's interposers (`csrc/shim_omp.c`), the reduction's
 //! compare-exchange loop (which gcc does not instrument) stays with its instrumented atomic
-//! load, and libgomp's thread count comes from the recorded CPU affinity. In sync mode the
-//! same locks are ordered and nothing else needs to be.
+//! load, and libgomp's thread count comes from the recorded CPU affinity; loop chunks (ordered
+//! loops too), singles, sections and copyprivate are recorded results, ordered blocks are
+//! ordered like critical sections and tasks run undeferred. In sync mode the same locks are
+//! ordered and nothing else needs to be.
 
 mod common;
 use common::*;
