@@ -1,5 +1,5 @@
-/* cond_alarm.c - a periodic SIGALRM (setitimer, every 500 us, blocked in the worker so
- * it lands on main) while main and a worker hand a turn back and forth 2000 times with a
+/* cond_alarm.c - a periodic SIGALRM (setitimer, every 500 us, blocked in the worker from
+ * its start, so it lands on main) while main and a worker hand a turn back and forth 2000 times with a
  * mutex, pthread_cond_wait and pthread_cond_signal. The handler sets a volatile flag; main
  * checks it inside its critical section and logs the iterations at which it found it set.
  * Prints how many times it found the flag and the first 64 iterations (racy: where the
@@ -26,10 +26,6 @@ static void on_alarm(int s)
 
 static void *other(void *a)
 {
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGALRM);
-    pthread_sigmask(SIG_BLOCK, &s, 0);
     for (int i = 0; i < ROUNDS; i++) {
         pthread_mutex_lock(&m);
         while (turn != 1) pthread_cond_wait(&c, &m);
@@ -42,11 +38,18 @@ static void *other(void *a)
 
 int main(void)
 {
+    /* The worker starts with SIGALRM blocked (it inherits the mask), so every signal lands
+     * on main, whose handler and reads of the flag are then one thread's. */
+    sigset_t alrm;
+    sigemptyset(&alrm);
+    sigaddset(&alrm, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &alrm, 0);
     signal(SIGALRM, on_alarm);
     struct itimerval it = {{0, 500}, {0, 500}};
     setitimer(ITIMER_REAL, &it, 0);
     pthread_t t;
     pthread_create(&t, 0, other, 0);
+    pthread_sigmask(SIG_UNBLOCK, &alrm, 0);
     for (int i = 0; i < ROUNDS; i++) {
         pthread_mutex_lock(&m);
         while (turn != 0) pthread_cond_wait(&c, &m);
