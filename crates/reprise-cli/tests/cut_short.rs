@@ -132,22 +132,12 @@ fn program_calling_exec_replays_to_the_cut() {
     let p = killed();
     let w = Work::new();
     let bin = w.build(&p, "gcc");
-    let t = w.path("exec.trace");
-    let mut c = w.cmd();
-    c.arg("record")
-        .arg("-o")
-        .arg(&t)
-        .arg("--")
-        .arg(format!("./{bin}"))
-        .arg("exec");
-    let o = run_limited(c, Duration::from_secs(120));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let (r, err) = kept::record_stdin(&w, &bin, &["exec".into()], "exec.trace", kept::Input::Null);
     assert!(
         err.contains("execs /bin/sh after event")
             && err.contains("what that program does is not recorded"),
         "the exec was not reported:\n{err}"
     );
-    let r = recorded(t, &o);
     assert_eq!(r.status, 5);
     let (events, _) = replay_cut_as(
         &w,
