@@ -201,16 +201,7 @@ void GOMP_ordered_start(void)
     struct ordered o = {real_GOMP_ordered_start, reprise_io_replaying() != 0};
     reprise_lock_with(&ordered_obj, ordered_wait, &o);
 }
-void GOMP_ordered_end(void)
-{
-    REAL(void, GOMP_ordered_end, (void));
-    if (!reprise_active()) {
-        real_GOMP_ordered_end();
-        return;
-    }
-    struct call c = {(void *)real_GOMP_ordered_end, NULL};
-    reprise_unlock_with(call0, &c);
-}
+UNLOCK0(GOMP_ordered_end)
 
 /* ---- tasks ---------------------------------------------------------------------------------
  * Which thread runs a deferred task, and when, libgomp decides by timing (a task queue that
@@ -235,22 +226,17 @@ void GOMP_task(taskfn fn, void *data, cpyfn_t cpy, long size, long align, bool i
 }
 /* A taskloop's tasks: without its `if` flag libgomp runs them all in the calling thread, in
  * iteration order. */
-void GOMP_taskloop(taskfn fn, void *data, cpyfn_t cpy, long size, long align, unsigned flags,
-                   unsigned long num_tasks, int priority, long start, long end, long step)
-{
-    REAL(void, GOMP_taskloop,
-         (taskfn, void *, cpyfn_t, long, long, unsigned, unsigned long, int, long, long, long));
-    if (reprise_active_init()) flags &= ~TASK_FLAG_IF;
-    real_GOMP_taskloop(fn, data, cpy, size, align, flags, num_tasks, priority, start, end, step);
-}
-void GOMP_taskloop_ull(taskfn fn, void *data, cpyfn_t cpy, long size, long align, unsigned flags,
-                       unsigned long num_tasks, int priority, ull start, ull end, ull step)
-{
-    REAL(void, GOMP_taskloop_ull,
-         (taskfn, void *, cpyfn_t, long, long, unsigned, unsigned long, int, ull, ull, ull));
-    if (reprise_active_init()) flags &= ~TASK_FLAG_IF;
-    real_GOMP_taskloop_ull(fn, data, cpy, size, align, flags, num_tasks, priority, start, end, step);
-}
+#define TASKLOOP(name, type)                                                                          \
+    void name(taskfn fn, void *data, cpyfn_t cpy, long size, long align, unsigned flags,               \
+              unsigned long num_tasks, int priority, type start, type end, type step)                  \
+    {                                                                                                  \
+        REAL(void, name,                                                                               \
+             (taskfn, void *, cpyfn_t, long, long, unsigned, unsigned long, int, type, type, type));    \
+        if (reprise_active_init()) flags &= ~TASK_FLAG_IF;                                             \
+        real_##name(fn, data, cpy, size, align, flags, num_tasks, priority, start, end, step);         \
+    }
+TASKLOOP(GOMP_taskloop, long)
+TASKLOOP(GOMP_taskloop_ull, ull)
 
 /* Which thread runs a `single` construct, and which section a thread of a `sections`
  * construct runs next (libgomp decides by atomic operations): recorded, given back in replay

@@ -22,7 +22,8 @@ fn replaying() -> bool {
 /// 0 when the runtime is not active for this call.
 ///
 /// The caller then runs uninstrumented libc work with its system calls untrapped (the turn is
-/// held until the next runtime entry), so the thread is free meanwhile, as in
+/// held until the next runtime entry: the stdio wrappers make one right after the real call,
+/// `reprise_safe_point`), so the thread is free meanwhile, as in
 /// [`crate::capture`]'s calls: it may not come back to the runtime for a long time. Not free,
 /// a thread that printed and then slept in a wait the runtime does not see (libgomp's barriers
 /// and thread pool) kept the granule of its last access for good: with that access's window
