@@ -7,6 +7,7 @@
 mod common;
 use common::kept::*;
 use common::*;
+use std::process::Command;
 
 /// The shapes of three rare replay divergences once seen on correct recordings (main returning
 /// while a thread still runs; a crash while other threads are mid-work; a C++ local static's
@@ -64,4 +65,70 @@ fn hundred_recordings_crash_sometimes() {
 #[test]
 fn hundred_recordings_local_static() {
     hundred_recordings("local_static");
+}
+
+/// A library's destructor that joins the worker threads it started, as LLVM's OpenMP runtime
+/// does at exit: it runs after the recorded end (a dependency's destructor runs after the
+/// program's), when the workers, woken by it, stop for good at their next runtime entry. The
+/// recording and its replay hung in that join; the join now returns once the worker is
+/// stopped. The library is plain gcc (not instrumented, like libomp), the program `reprise cc`.
+#[test]
+fn library_destructor_joins_its_workers_after_the_end() {
+    let w = Work::new();
+    std::fs::write(
+        w.path("pool.c"),
+        r#"
+#include <pthread.h>
+static pthread_t th[2];
+static int stop;
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+static void *work(void *a) {
+    pthread_mutex_lock(&m);
+    while (!stop) pthread_cond_wait(&c, &m);
+    pthread_mutex_unlock(&m);
+    return a;
+}
+void pool_start(void) { for (int i = 0; i < 2; i++) pthread_create(&th[i], 0, work, 0); }
+__attribute__((destructor)) static void pool_end(void) {
+    pthread_mutex_lock(&m);
+    stop = 1;
+    pthread_cond_broadcast(&c);
+    pthread_mutex_unlock(&m);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], 0);
+}
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        w.path("main.c"),
+        "#include <stdio.h>\nvoid pool_start(void);\nint main(void) { pool_start(); puts(\"started\"); return 0; }\n",
+    )
+    .unwrap();
+    let o = Command::new("gcc")
+        .current_dir(w.dir.path())
+        .args([
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-pthread",
+            "-o",
+            "libpool.so",
+            "pool.c",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = w
+        .cmd()
+        .args(["cc", "-O2", "-o", "main", "main.c", "-L.", "-lpool"])
+        .arg("-Wl,-rpath,$ORIGIN")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for i in 0..10 {
+        let r = record(&w, "main", &[], &format!("pool-{i}.trace"), &[]);
+        assert_eq!((r.stdout.as_slice(), r.status), (&b"started\n"[..], 0));
+        replay_kept(&w, &r, &format!("pool-{i}"));
+    }
 }

@@ -61,9 +61,9 @@ pub fn enter() -> Option<Entry> {
             return None;
         }
         IN_RT.with(|c| c.set(true));
-        crate::leap::release_held(th);
-        crate::ownership::set_free(th.sh());
-        crate::leap::park_forever(th.tid, reprise_proto::ST_AT_END);
+        crate::threads::park_after_end(th);
+        IN_RT.with(|c| c.set(false));
+        return None;
     }
     // SAFETY: t is this thread's own slot.
     let th = unsafe { &mut *t };

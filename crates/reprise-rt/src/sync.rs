@@ -404,8 +404,9 @@ pub fn resume() -> Option<Resumed> {
     }
     state::IN_RT.with(|c| c.set(true));
     if m == state::M_DONE {
-        leap::release_held(th);
-        leap::park_forever(th.tid, ST_AT_END);
+        crate::threads::park_after_end(th);
+        state::IN_RT.with(|c| c.set(false));
+        return None;
     }
     th.sud_hold = false;
     if th.sud_on {

@@ -10,7 +10,7 @@ use crate::real;
 use crate::state::{self, Thread};
 use crate::sync::*;
 use core::ffi::{c_int, c_void};
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use libc::{pthread_attr_t, pthread_t};
 use reprise_proto::*;
 
@@ -173,6 +173,14 @@ pub unsafe extern "C" fn reprise_join_pre(
     ret: *mut *mut c_void,
     out: *mut c_int,
 ) -> c_int {
+    if state::mode() == state::M_DONE {
+        // SAFETY: forwarded unchanged.
+        if let Some(r) = unsafe { join_after_end(t, ret) } {
+            // SAFETY: the caller's out-slot.
+            unsafe { *out = r };
+            return PRE_DONE;
+        }
+    }
     let Some(mut e) = enter() else {
         return PRE_NATIVE;
     };
@@ -201,6 +209,85 @@ pub unsafe extern "C" fn reprise_join_pre(
         t as usize,
     );
     PRE_CALL
+}
+
+/// Set by the first join of a recorded thread made after the recorded end: from then on a
+/// thread stopped after the end runs on natively (see [`park_after_end`]).
+static RELEASED: AtomicU32 = AtomicU32::new(0);
+/// Per thread id: parked by [`park_after_end`], so [`RELEASED`] wakes it.
+static RELEASABLE: [AtomicBool; MAX_THREADS] = [const { AtomicBool::new(false) }; MAX_THREADS];
+
+/// Nanoseconds after which threads stopped after the end run on by themselves: the process's
+/// exit is stuck (its exit handlers wait for a lock a stopped thread holds, say), since it
+/// normally ends them all well within this.
+const RELEASE_AFTER_NS: u64 = 200_000_000;
+
+/// Let every thread stopped after the end run on ([`park_after_end`]).
+fn release_all() {
+    if RELEASED.swap(1, Ordering::SeqCst) == 0 {
+        crate::sys::futex_wake(&RELEASED, i32::MAX);
+    }
+}
+
+/// A thread's first runtime entry (or return from a blocking call) after the recorded end: it
+/// stops there, because nothing it does now is recorded, until a join made after the end
+/// releases the stopped threads ([`join_after_end`]); then it returns, passes through the
+/// runtime from then on, and runs natively to its end. The caller has set `IN_RT` and clears
+/// it after the return. If the process has not ended [`RELEASE_AFTER_NS`] later, its exit is
+/// stuck on the stopped threads, and they are released.
+pub fn park_after_end(th: &mut Thread) {
+    crate::leap::release_held(th);
+    crate::ownership::set_free(th.sh());
+    let st = state::status(th.tid);
+    let mine = &RELEASABLE[th.tid as usize];
+    mine.store(true, Ordering::SeqCst);
+    st.state.store(ST_AT_END, Ordering::SeqCst);
+    let since = crate::sys::now_ns();
+    while RELEASED.load(Ordering::SeqCst) == 0 {
+        crate::sys::futex_wait_for(&RELEASED, 0, RELEASE_AFTER_NS);
+        if crate::sys::now_ns().saturating_sub(since) >= RELEASE_AFTER_NS {
+            release_all();
+        }
+    }
+    // (`mine` stays set: a join that saw the thread parked waits for it to run on.)
+    st.state.store(ST_RUNNING, Ordering::SeqCst);
+    th.passthrough = true;
+}
+
+/// A join made after the recorded end (the process is exiting: its exit handlers run, and a
+/// library's destructor may join its worker threads, as LLVM's OpenMP runtime does). Recorded
+/// threads stop at their first runtime entry after the end ([`park_after_end`]), perhaps
+/// holding a lock the joined thread needs, so a real join could never return. The first such
+/// join releases every stopped thread to run natively to its end (what they do now is not
+/// recorded, in record and replay alike). A thread stopped for good elsewhere (at its recorded
+/// end in replay, or mid-transfer) cannot run on: a join of it succeeds at once, without the
+/// real call (`*ret` null), and the process's exit ends it. Some(result) when the join is done
+/// here, None to make the real join.
+///
+/// # Safety
+/// `ret` is the caller's out-slot (may be null).
+unsafe fn join_after_end(t: pthread_t, ret: *mut *mut c_void) -> Option<c_int> {
+    let n = state::NEXT_TID.load(Ordering::Relaxed);
+    let tid = (1..n).find(|&i| state::shared(i).pthread.load(Ordering::Relaxed) == t)?;
+    release_all();
+    loop {
+        let s = state::status(tid).state.load(Ordering::SeqCst);
+        let released = RELEASABLE[tid as usize].load(Ordering::SeqCst);
+        if s == ST_EXITED || (released && s != ST_AT_END) {
+            // Ended before the end, or running natively now: the real join returns.
+            return None;
+        }
+        if s == ST_AT_END && !released {
+            if !ret.is_null() {
+                // SAFETY: the caller's out-slot.
+                unsafe { *ret = core::ptr::null_mut() };
+            }
+            return Some(0);
+        }
+        // On its way to a stop (running to its next runtime entry, waiting for a turn,
+        // blocked in a call), or released and not yet awake.
+        crate::sys::sleep_ns(50_000);
+    }
 }
 
 /// The real join of [`reprise_join_pre`] returned `r`.
