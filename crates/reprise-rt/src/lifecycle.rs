@@ -545,6 +545,7 @@ pub fn finish(t: &mut Thread, end: ProcessEnd) {
     flush_finals(&mut frame, finals);
     send_kinds(&kinds);
     crate::sud::send_stats();
+    crate::threads::end_sent();
 }
 
 /// Send the events per kind, summed over threads (for `reprise bench`).

@@ -10,7 +10,7 @@ use crate::real;
 use crate::state::{self, Thread};
 use crate::sync::*;
 use core::ffi::{c_int, c_void};
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use libc::{pthread_attr_t, pthread_t};
 use reprise_proto::*;
 
@@ -222,6 +222,15 @@ static RELEASABLE: [AtomicBool; MAX_THREADS] = [const { AtomicBool::new(false) }
 /// normally ends them all well within this.
 const RELEASE_AFTER_NS: u64 = 200_000_000;
 
+/// When the ending thread sent the end (`lifecycle::finish`, monotonic ns; 0 before): the
+/// stopped threads' time-out counts from here, never while the trace is still being sent.
+static END_SENT_NS: AtomicU64 = AtomicU64::new(0);
+
+/// The ending thread has sent every record: from now on the exit can only be stuck.
+pub fn end_sent() {
+    END_SENT_NS.store(crate::sys::now_ns().max(1), Ordering::SeqCst);
+}
+
 /// Let every thread stopped after the end run on ([`park_after_end`]).
 fn release_all() {
     if RELEASED.swap(1, Ordering::SeqCst) == 0 {
@@ -233,8 +242,8 @@ fn release_all() {
 /// stops there, because nothing it does now is recorded, until a join made after the end
 /// releases the stopped threads ([`join_after_end`]); then it returns, passes through the
 /// runtime from then on, and runs natively to its end. The caller has set `IN_RT` and clears
-/// it after the return. If the process has not ended [`RELEASE_AFTER_NS`] later, its exit is
-/// stuck on the stopped threads, and they are released.
+/// it after the return. If the process has not ended [`RELEASE_AFTER_NS`] after the end was
+/// sent ([`end_sent`]), its exit is stuck on the stopped threads, and they are released.
 pub fn park_after_end(th: &mut Thread) {
     crate::leap::release_held(th);
     crate::ownership::set_free(th.sh());
@@ -242,10 +251,10 @@ pub fn park_after_end(th: &mut Thread) {
     let mine = &RELEASABLE[th.tid as usize];
     mine.store(true, Ordering::SeqCst);
     st.state.store(ST_AT_END, Ordering::SeqCst);
-    let since = crate::sys::now_ns();
     while RELEASED.load(Ordering::SeqCst) == 0 {
         crate::sys::futex_wait_for(&RELEASED, 0, RELEASE_AFTER_NS);
-        if crate::sys::now_ns().saturating_sub(since) >= RELEASE_AFTER_NS {
+        let sent = END_SENT_NS.load(Ordering::SeqCst);
+        if sent != 0 && crate::sys::now_ns().saturating_sub(sent) >= RELEASE_AFTER_NS {
             release_all();
         }
     }
