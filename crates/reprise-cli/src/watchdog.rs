@@ -97,6 +97,7 @@ impl Watchdog {
                 WAIT_JOIN => "waits to join a thread".to_string(),
                 WAIT_BARRIER => format!("waits at barrier {name}"),
                 WAIT_ONCE => format!("waits for another thread's initialisation of {name}"),
+                WAIT_FUTEX => format!("waits on futex {name} (an atomic wait of its own)"),
                 _ => "waits".to_string(),
             };
             let ktid = self.slot(i).ktid.load(Relaxed);
@@ -253,6 +254,9 @@ impl Watchdog {
                         st.waits_for.load(std::sync::atomic::Ordering::Relaxed)
                     ),
                     ST_AT_END => "reached the end of its recorded events".to_string(),
+                    ST_BLOCKED if st.waits_on.load(std::sync::atomic::Ordering::Relaxed) == WAIT_FUTEX => {
+                        "is blocked in a futex wait of its own (synchronisation through atomics, which the trace does not order)".to_string()
+                    }
                     ST_BLOCKED => "is blocked in a lock, barrier or join".to_string(),
                     ST_EXIT_WAIT => "is ending the process and waits for the others to reach their recorded ends".to_string(),
                     ST_EXITED => "has exited".to_string(),

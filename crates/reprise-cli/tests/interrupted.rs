@@ -1,6 +1,7 @@
 //! Recordings the program does not end by itself: SIGINT, SIGTERM or SIGHUP sent to `reprise
-//! record` (or its process group) while the program runs, a lock-order deadlock the recorder
-//! detects (exit 124, the same report in replay), and a recorder killed outright. Each program
+//! record` (or its process group) while the program runs, a lock-order deadlock and a futex
+//! deadlock the recorder detects (exit 124, the same report in replay), and a recorder killed
+//! outright. Each program
 //! is built with gcc and with clang; a failing recording's trace is kept under
 //! `target/tmp/failed-traces/`.
 
@@ -171,6 +172,54 @@ fn deadlock(compiler: &str) {
 }
 
 both_compilers!(deadlock);
+
+/// A deadlock through a futex wait of the program's own (`syscall(SYS_futex)`, as libstdc++'s
+/// atomic waits make): the runtime marks the wait blocked, so the recorder reports the deadlock
+/// (exit 124) and the replay reaches it, instead of both waiting forever. In full mode (gcc,
+/// clang) and in sync mode (a plain gcc build), 3 recordings each.
+fn futex_deadlock(compiler: &str) {
+    let p = program("futex_deadlock");
+    let w = Work::new();
+    let mut bins = vec![w.build(&p, compiler)];
+    if compiler == "gcc" {
+        let o = std::process::Command::new("gcc")
+            .current_dir(w.dir.path())
+            .args(["-O2", "-pthread", "-g", "-o", "plain"])
+            .arg(&p.source)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        bins.push("plain".into());
+    }
+    for bin in &bins {
+        for i in 0..3 {
+            let trace = format!("{bin}-{i}.trace");
+            let (r, ours) = record_stdin(&w, bin, &[], &trace, Input::Null);
+            assert_eq!(r.status, 124, "{bin} recording {i}:\n{ours}");
+            assert_eq!(r.stdout, b"waiting\n", "{ours}");
+            for l in [
+                "reprise: deadlock: every thread is blocked, waiting for another",
+                "waits to join a thread",
+                "waits on futex `word` (0x",
+                "(waiter at ",
+            ] {
+                assert!(ours.contains(l), "`{l}` missing from:\n{ours}");
+            }
+            let mut c = w.cmd();
+            c.arg("replay").arg(&r.trace);
+            let o = run_limited(c, Duration::from_secs(120));
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains("reprise: the replay reached the recorded deadlock")
+                    && err.contains("waits on futex `word`"),
+                "{err}"
+            );
+            assert_eq!(shell_status(&o), 124, "{err}");
+        }
+    }
+}
+
+both_compilers!(futex_deadlock);
 
 /// Whether process `pid` exists and is not a zombie (a dead program that is not our child
 /// waits for an init that may never reap it).

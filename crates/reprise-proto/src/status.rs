@@ -44,6 +44,9 @@ pub const WAIT_JOIN: u32 = 3;
 pub const WAIT_BARRIER: u32 = 4;
 /// `waits_on`: another thread's initialisation of a local static or `pthread_once`.
 pub const WAIT_ONCE: u32 = 5;
+/// `waits_on`: the program's own untimed futex wait (libstdc++'s atomic wait, `std::stop_token`,
+/// a futex-based lock of its own).
+pub const WAIT_FUTEX: u32 = 6;
 
 /// Thread slot unused.
 pub const ST_NONE: u32 = 0;

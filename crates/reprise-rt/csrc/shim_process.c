@@ -83,6 +83,8 @@ int sched_getcpu(void)
 /* ---- syscall(): a safe point; futex waits inside libstdc++ go through it (recorded) ------- */
 extern void reprise_process_exiting(void);
 extern int reprise_futex_recorded(int op);
+extern int reprise_futex_block_begin(int op, uintptr_t addr, int timed);
+extern void reprise_futex_block_end(void);
 
 long syscall(long n, ...)
 {
@@ -92,23 +94,36 @@ long syscall(long n, ...)
     long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
     long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
     va_end(ap);
-    reprise_safe_point();
+    /* A futex wait made for real is marked blocked for the watchdogs at its safe point
+     * (calls.rs). */
+    int recorded = n == SYS_futex && reprise_futex_recorded((int)a2);
+    int blocked = 0;
+    if (n == SYS_futex && !(recorded && reprise_io_replaying()))
+        blocked = reprise_futex_block_begin((int)a2, (uintptr_t)a1, a4 != 0);
+    else
+        reprise_safe_point();
     /* The process ends without exit() (see _exit below). */
     if (n == SYS_exit_group) reprise_process_exiting();
     /* A futex wait or wake of the program's own (libstdc++'s atomic wait): its result and
      * errno are recorded; replay gives them back without the call, since the program's
      * instrumented loads around it are what order it, and nobody sleeps on the word in replay
      * (calls.rs, reprise_futex_recorded). */
-    if (n == SYS_futex && reprise_futex_recorded((int)a2)) {
+    if (recorded) {
         long r = -1;
         int e = 0;
         if (!reprise_io_replaying()) {
             r = real_syscall(n, a1, a2, a3, a4, a5, a6);
             e = errno;
         }
+        if (blocked) reprise_futex_block_end();
         return reprise_shim_io_result(r, e);
     }
     long r = real_syscall(n, a1, a2, a3, a4, a5, a6);
+    if (blocked) {
+        int e = errno;
+        reprise_futex_block_end();
+        errno = e;
+    }
     if (n == SYS_gettid && reprise_active()) r = (long)reprise_input((uint64_t)r);
     return r;
 }

@@ -175,6 +175,41 @@ pub extern "C" fn reprise_futex_recorded(op: c_int) -> c_int {
     (plain && !crate::preload::sync() && reprise_active() != 0) as c_int
 }
 
+/// The safe point of the program's futex operation `op` on `addr` (`timed`: with a timeout),
+/// about to run for real ([`reprise_safe_point`] otherwise): a wait is also marked blocked for
+/// the watchdogs (untimed and private: only another thread can end it), so a replay stuck on
+/// synchronisation the trace does not order (atomics and futexes of the program's own, in sync
+/// mode) is reported instead of hanging. Returns whether it marked the thread blocked (the
+/// same runtime entry as the plain safe point: signal positions count entries).
+#[no_mangle]
+pub extern "C" fn reprise_futex_block_begin(op: c_int, addr: usize, timed: c_int) -> c_int {
+    const CMD: c_int = !(libc::FUTEX_PRIVATE_FLAG | libc::FUTEX_CLOCK_REALTIME);
+    if !matches!(op & CMD, libc::FUTEX_WAIT | libc::FUTEX_WAIT_BITSET) {
+        reprise_safe_point();
+        return 0;
+    }
+    let Some(mut e) = enter() else { return 0 };
+    let t = e.t();
+    access::safe_point(t);
+    // Untimed and private: only another thread of this process can end it.
+    let on = if timed == 0 && op & libc::FUTEX_PRIVATE_FLAG != 0 {
+        reprise_proto::WAIT_FUTEX
+    } else {
+        reprise_proto::WAIT_NONE
+    };
+    // Grants ownership requests and keeps system calls untrapped, as `untrap` does.
+    crate::sync::block_begin(t, on, addr);
+    1
+}
+
+/// The real futex wait of [`reprise_futex_block_begin`] returned.
+#[no_mangle]
+pub extern "C" fn reprise_futex_block_end() {
+    if let Some(mut g) = crate::sync::resume() {
+        crate::sync::block_end(g.t());
+    }
+}
+
 /// Whether this thread is replaying.
 #[no_mangle]
 pub extern "C" fn reprise_io_replaying() -> c_int {
