@@ -74,6 +74,10 @@ pub fn send_stack(tid: u32, what: u32, first: Option<u64>) {
 /// Send a file whose reads are re-executed in replay ([`F_FILE`]), from the C shim when it
 /// first classes a read of it so (while recording): its identity and `path_len` bytes of its
 /// path. Plain code (also reached from the SIGSYS handler): a stack buffer, one write.
+/// The shim calls it outside any runtime entry, so it copies with libc's own memset and
+/// memcpy (`real`): the compiler's, in a `reprise cc` link, are the `--wrap`ped ones, whose
+/// ranged accesses would count as the program's events while recording only (replay sends no
+/// file), and a re-executed read then diverged at its first result.
 ///
 /// # Safety
 /// `path` must point to `path_len` readable bytes (or `path_len` be 0).
@@ -87,9 +91,15 @@ pub unsafe extern "C" fn reprise_send_file(
     path: *const u8,
     path_len: usize,
 ) {
-    let mut frame = [0u8; FRAME_HDR + 40 + 1024];
+    const LEN: usize = FRAME_HDR + 40 + 1024;
+    let mut buf = core::mem::MaybeUninit::<[u8; LEN]>::uninit();
+    // SAFETY: libc's memset (not the `--wrap`ped one) initialises all LEN bytes.
+    let frame = unsafe {
+        crate::real::__real_memset(buf.as_mut_ptr().cast(), 0, LEN);
+        buf.assume_init_mut()
+    };
     let n = path_len.min(1024);
-    put_frame_header(&mut frame, F_FILE, 40 + n);
+    put_frame_header(frame, F_FILE, 40 + n);
     for (i, v) in [dev, ino, size, mtime_sec as u64, mtime_nsec]
         .iter()
         .enumerate()
@@ -98,9 +108,15 @@ pub unsafe extern "C" fn reprise_send_file(
         frame[o..o + 8].copy_from_slice(&v.to_le_bytes());
     }
     if n > 0 {
-        // SAFETY: the shim passes `path_len` readable bytes at `path`.
-        let p = unsafe { core::slice::from_raw_parts(path, n) };
-        frame[FRAME_HDR + 40..FRAME_HDR + 40 + n].copy_from_slice(p);
+        // SAFETY: the shim passes `path_len` readable bytes at `path`; the frame has room
+        // for n <= 1024 bytes after its 40 bytes of identity.
+        unsafe {
+            crate::real::__real_memcpy(
+                frame.as_mut_ptr().add(FRAME_HDR + 40).cast(),
+                path.cast(),
+                n,
+            )
+        };
     }
     send(&frame[..FRAME_HDR + 40 + n]);
 }
