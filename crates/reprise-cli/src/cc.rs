@@ -146,6 +146,8 @@ pub fn run(cplusplus: bool, args: Vec<OsString>) -> Result<i32> {
             "-Wl,--wrap=memmove",
             "-Wl,--wrap=memset",
             "-Wl,-u,__tsan_init",
+            // The stdio interposers, also when only a shared library calls stdio (std::cin).
+            "-Wl,-u,reprise_stdio_linked",
             "-lpthread",
             "-ldl",
             "-lm",

@@ -1,7 +1,7 @@
 //! Inputs and the outside world: stdin data is recorded and replayed without the input, a
 //! program appending to a log file does not append again in replay, a Makefile project
-//! builds with `make CC="reprise cc"` and replays verified, and a program sees its arguments
-//! and environment while recorded as natively.
+//! builds with `make CC="reprise cc"` and replays verified, C++ iostream input replays without
+//! it, and a program sees its arguments and environment while recorded as natively.
 
 mod common;
 use common::*;
@@ -145,6 +145,62 @@ fn large_file_reads_replay_in_full_mode() {
         );
         replay_verified(&w, &r, How::Plain);
         replay_verified(&w, &r, How::Jitter(i + 1));
+    }
+}
+
+/// A C++ program that reads stdin only through `std::cin` (libstdc++ calls `getc`/`ungetc` from
+/// its shared library) and a file through `std::ifstream`, recorded with stdin from a file:
+/// the output equals a native g++ build's, and the replay, with no stdin and without the
+/// file, verifies. The replay read nothing from std::cin (0 lines, diverged) while the stdio
+/// interposers were linked only into programs calling stdio themselves.
+#[test]
+fn cxx_iostream_input_replays_without_it() {
+    let p = program("stdin_cin");
+    let w = Work::new();
+    let text: String = (0..30000)
+        .map(|i| format!("line {i} of {}\n", i * 7))
+        .collect();
+    std::fs::write(w.path("in.txt"), &text).unwrap();
+    let built = Command::new("g++")
+        .current_dir(w.dir.path())
+        .args(["-O2", "-pthread", "-o", "native"])
+        .arg(&p.source)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let want = Command::new(w.path("native"))
+        .arg("in.txt")
+        .current_dir(w.dir.path())
+        .stdin(std::fs::File::open(w.path("in.txt")).unwrap())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&want.stdout).starts_with("stdin lines 30000 "));
+    for compiler in ["gcc", "clang"] {
+        let bin = w.build(&p, compiler);
+        for i in 0..2 {
+            std::fs::write(w.path("in.txt"), &text).unwrap();
+            let t = w.path(&format!("cin-{compiler}-{i}.trace"));
+            let mut c = w.record_cmd(&t, &[], &bin);
+            c.arg("in.txt")
+                .stdin(std::fs::File::open(w.path("in.txt")).unwrap())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let o = c.output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            assert_eq!(
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&want.stdout)
+            );
+            std::fs::remove_file(w.path("in.txt")).unwrap();
+            let r = Recorded {
+                trace: t,
+                stdout: o.stdout,
+                stderr: vec![],
+                status: 0,
+            };
+            replay_verified(&w, &r, How::Plain);
+            replay_verified(&w, &r, How::Jitter(3));
+        }
     }
 }
 

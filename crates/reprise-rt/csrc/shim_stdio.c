@@ -2,6 +2,11 @@
  * object's stripe; stdio input captured (shim.h says why these exist). */
 #include "shim.h"
 
+/* Named by `reprise cc` (-u): this object is linked into every program, also into one that
+ * calls stdio only from a shared library (C++ iostreams: libstdc++'s std::cin calls getc and
+ * ungetc, which must reach the interposers below, or replay reads nothing). */
+void reprise_stdio_linked(void) {}
+
 /* ---- stdio: ordered per FILE ------------------------------------------------------------ */
 
 /* After the real call: its turn released, the thread free (reprise_safe_point). Held to the
