@@ -223,6 +223,16 @@ ORDERED_VOID(srand48, (long s), (s), &rng_state_obj)
 ORDERED(unsigned short *, seed48, (unsigned short s[3]), (s), &rng_state_obj)
 ORDERED_VOID(lcong48, (unsigned short p[7]), (p), &rng_state_obj)
 
+/* ---- std::random_device: its values recorded -------------------------------------------------
+ * libstdc++'s random_device reads the CPU's rdrand (an instruction nothing can trap) or
+ * getrandom; its inline operator() calls these exported members, so they are interposed like
+ * libc calls (this object is linked into every `reprise cc` program) and their values are
+ * recorded, given back in replay without the call. */
+RECORDED_VALUE(unsigned int, _ZNSt13random_device9_M_getvalEv, (void *self), (self), 0)
+RECORDED_VALUE(unsigned int, _ZNSt13random_device16_M_getval_pretr1Ev, (void *self), (self), 0)
+#pragma weak _ZNSt13random_device9_M_getvalEv
+#pragma weak _ZNSt13random_device16_M_getval_pretr1Ev
+
 /* The C interposers of this file (the tests check that the archive defines no libc name
  * strongly). */
 #pragma weak _IO_putc
