@@ -204,15 +204,21 @@ fn cxx_iostream_input_replays_without_it() {
     }
 }
 
-/// `std::random_device` (libstdc++'s reads the CPU's `rdrand`): its values are recorded and
-/// given back in replay, in full mode (gcc, clang) and in sync mode (a plain g++ build). The
-/// three recordings of each build print other numbers; every replay verifies. Before, every
-/// replay diverged (its values were drawn again).
+/// `std::random_device` (libstdc++'s reads the CPU's `rdrand`) and glibc's `arc4random`
+/// family and `getentropy` (the `getrandom` system call inside libc): their values are
+/// recorded and given back in replay, in full mode (gcc, clang) and in sync mode (a plain
+/// build). The three recordings of each build print other numbers; every replay verifies.
+/// Before, every replay diverged (the values were drawn again).
 #[test]
-fn random_device_values_are_replayed() {
-    let p = program("random_device");
+fn random_values_are_replayed() {
+    random_values("random_device", "g++");
+    random_values("kernel_random", "gcc");
+}
+
+fn random_values(name: &str, plain_compiler: &str) {
+    let p = program(name);
     let w = Work::new();
-    let built = Command::new("g++")
+    let built = Command::new(plain_compiler)
         .current_dir(w.dir.path())
         .args(["-O2", "-pthread", "-o", "plain"])
         .arg(&p.source)
@@ -227,7 +233,7 @@ fn random_device_values_are_replayed() {
     for bin in &bins {
         let mut outs = std::collections::BTreeSet::new();
         for i in 0..3 {
-            let r = record(&w, bin, &[], &format!("rd-{bin}-{i}.trace"), &[]);
+            let r = record(&w, bin, &[], &format!("{name}-{bin}-{i}.trace"), &[]);
             assert_eq!(r.status, 0);
             assert!(String::from_utf8_lossy(&r.stdout).starts_with("thread 0: "));
             outs.insert(r.stdout.clone());

@@ -233,6 +233,27 @@ RECORDED_VALUE(unsigned int, _ZNSt13random_device16_M_getval_pretr1Ev, (void *se
 #pragma weak _ZNSt13random_device9_M_getvalEv
 #pragma weak _ZNSt13random_device16_M_getval_pretr1Ev
 
+/* glibc's arc4random family and getentropy draw from the kernel inside libc (the getrandom
+ * system call, not the interposed getrandom function): their values recorded alike. */
+RECORDED_VALUE(uint32_t, arc4random, (void), (), 0)
+RECORDED_VALUE(uint32_t, arc4random_uniform, (uint32_t bound), (bound), 0)
+RECORDED_OUT(int, getentropy, (void *buf, size_t n), (buf, n), buf, n)
+void arc4random_buf(void *buf, size_t n)
+{
+    REAL(void, arc4random_buf, (void *, size_t));
+    if (!reprise_active_init()) {
+        real_arc4random_buf(buf, n);
+        return;
+    }
+    reprise_safe_point();
+    if (!reprise_io_replaying()) real_arc4random_buf(buf, n);
+    reprise_io_data(buf, n);
+}
+#pragma weak arc4random
+#pragma weak arc4random_uniform
+#pragma weak arc4random_buf
+#pragma weak getentropy
+
 /* The C interposers of this file (the tests check that the archive defines no libc name
  * strongly). */
 #pragma weak _IO_putc
