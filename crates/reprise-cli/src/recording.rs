@@ -95,7 +95,7 @@ impl ReexecFile {
             Ok(_) => return None,
         };
         Some(format!(
-            "the recording re-reads {} in replay (its reads were checked by hash, not recorded: by default those of files of 1 MiB or more), which {why}: restore it, or record with `--portable` to keep the bytes read",
+            "the recording re-reads {} in replay (its reads were checked by hash, not recorded: by default those of files of 1 MiB or more; a file the program maps with mmap is always mapped again), which {why}: restore it, or record with `--portable` to keep the bytes read (of a file read, not mapped)",
             p.display()
         ))
     }

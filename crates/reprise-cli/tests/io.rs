@@ -248,6 +248,63 @@ fn random_values(name: &str, plain_compiler: &str) {
     }
 }
 
+/// Input read through `mmap` (gcc build, and a plain build in sync mode): standard input (a
+/// regular file, which replay does not have) is mapped from the trace; a mapped file is mapped
+/// again, and replay refuses it, naming it, once it changed. Before, the replay of a mapped
+/// standard input was stuck (its mmap failed on /dev/null), and a changed mapped file was a
+/// bare digest mismatch.
+#[test]
+fn mapped_input_replays_and_a_changed_mapped_file_is_named() {
+    let p = program("mapped_input");
+    let w = Work::new();
+    let text: String = (0..40000)
+        .map(|i| format!("{i} squared is {}\n", i * i))
+        .collect();
+    std::fs::write(w.path("stdin.txt"), &text).unwrap();
+    std::fs::write(w.path("data.txt"), text.replace('1', "one")).unwrap();
+    let built = Command::new("gcc")
+        .current_dir(w.dir.path())
+        .args(["-O2", "-pthread", "-o", "plain"])
+        .arg(&p.source)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let want = Command::new(w.path("plain"))
+        .arg("data.txt")
+        .current_dir(w.dir.path())
+        .stdin(std::fs::File::open(w.path("stdin.txt")).unwrap())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&want.stdout).starts_with("stdin "));
+    for bin in [w.build(&p, "gcc"), "plain".to_string()] {
+        let t = w.path(&format!("mapped-{bin}.trace"));
+        let mut c = w.record_cmd(&t, &[], &bin);
+        c.arg("data.txt")
+            .stdin(std::fs::File::open(w.path("stdin.txt")).unwrap())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&want.stdout)
+        );
+        let r = Recorded {
+            trace: t,
+            stdout: o.stdout,
+            stderr: vec![],
+            status: 0,
+        };
+        replay_verified(&w, &r, How::Plain);
+        replay_verified(&w, &r, How::Jitter(2));
+        let keep = std::fs::read(w.path("data.txt")).unwrap();
+        std::fs::write(w.path("data.txt"), b"other bytes\n").unwrap();
+        let why = replay_rejected(&w, &r.trace);
+        assert!(why.contains("data.txt") && why.contains("changed"), "{why}");
+        std::fs::write(w.path("data.txt"), keep).unwrap();
+    }
+}
+
 /// With --hash-reads, file reads are re-executed in replay; a file that changed since the
 /// recording (here: the recording itself appended to it) is a clear error, not a wrong replay.
 #[test]
