@@ -533,9 +533,7 @@ static void *mmap_common(void *a, size_t n, int prot, int flags, int fd, off_t o
 {
     if (fd < 0 || (flags & MAP_ANONYMOUS) || !reprise_active()) return real(a, n, prot, flags, fd, off);
     struct stat st;
-    int file = fd != 0 || reprise_io_replaying()
-                   ? 0
-                   : RAW_FSTAT(0, &st) == 0 && S_ISREG(st.st_mode);
+    int file = fd == 0 && !reprise_io_replaying() && RAW_FSTAT(0, &st) == 0 && S_ISREG(st.st_mode);
     if (fd != 0) {
         if (!reprise_io_replaying() && RAW_FSTAT(fd, &st) == 0 && S_ISREG(st.st_mode) &&
             !pseudo_fs(fd, st.st_dev))
@@ -550,10 +548,7 @@ static void *mmap_common(void *a, size_t n, int prot, int flags, int fd, off_t o
             return real(a, n, prot, flags, fd, off);
         }
         void *p = real(a, n, prot, flags, fd, off);
-        if (p == MAP_FAILED) {
-            reprise_shim_io_result(-1, errno);
-            return p;
-        }
+        if (p == MAP_FAILED) return (void *)reprise_shim_io_result(-1, errno); /* MAP_FAILED */
         long k = off < st.st_size ? (long)(st.st_size - off) : 0;
         if ((size_t)k > n) k = (long)n;
         reprise_shim_io_result(k, 0);
