@@ -305,6 +305,55 @@ fn mapped_input_replays_and_a_changed_mapped_file_is_named() {
     }
 }
 
+/// A command's output read with `popen(cmd, "r")` (gcc build, and a plain build in sync
+/// mode): the recording prints what a native run prints (SIGPIPE at its default: the
+/// launcher's Rust runtime ignores it, and the program inherited that), and its replays verify
+/// without running the command again (its log keeps one line per recording). Before, the
+/// command ran again in replay, into a pipe nobody read, and pclose's status differed.
+#[test]
+fn popen_output_replays_without_running_the_command() {
+    let p = program("popen_read");
+    let w = Work::new();
+    let built = Command::new("gcc")
+        .current_dir(w.dir.path())
+        .args(["-O2", "-pthread", "-o", "plain"])
+        .arg(&p.source)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let want = Command::new(w.path("plain"))
+        .arg("native.log")
+        .current_dir(w.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&want.stdout),
+        "1\n2\n3\ndone\nstatus 768\nSIGPIPE default\nsum 4999950000\n"
+    );
+    let mut recordings = 0;
+    for bin in [w.build(&p, "gcc"), "plain".to_string()] {
+        for i in 0..2 {
+            let args = ["runs.log".to_string()];
+            let r = record(&w, &bin, &args, &format!("popen-{bin}-{i}.trace"), &[]);
+            recordings += 1;
+            assert_eq!(r.stdout, want.stdout);
+            assert_eq!(
+                String::from_utf8_lossy(&r.stderr),
+                "",
+                "the command's stderr"
+            );
+            replay_verified(&w, &r, How::Plain);
+            replay_verified(&w, &r, How::Jitter(2));
+            let runs = std::fs::read_to_string(w.path("runs.log")).unwrap();
+            assert_eq!(
+                runs.lines().count(),
+                recordings,
+                "the command ran in replay"
+            );
+        }
+    }
+}
+
 /// With --hash-reads, file reads are re-executed in replay; a file that changed since the
 /// recording (here: the recording itself appended to it) is a clear error, not a wrong replay.
 #[test]

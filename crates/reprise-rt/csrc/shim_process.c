@@ -153,7 +153,56 @@ extern void reprise_exec_note(const char *path);
         return r;                              \
     }
 SPAWNING(int, system, (const char *c), (c))
-SPAWNING(FILE *, popen, (const char *c, const char *m), (c, m))
+
+/* popen(cmd, "r"): the command's output is read through stdio, whose reads are recorded like
+ * any input. Replay does not run the command again (it wrote into a pipe nobody read, died of
+ * SIGPIPE, which changed pclose's status, and any side effect happened again): popen gives a
+ * stream on /dev/null, whose reads come from the trace, and pclose the recorded status. Other
+ * modes start the command as system() does. */
+static FILE *piped[16]; /* streams popen opened for reading, until pclose */
+static int piped_slot(FILE *find, FILE *put)
+{
+    for (int i = 0; i < 16; i++) {
+        FILE *cur = find;
+        if (__atomic_compare_exchange_n(&piped[i], &cur, put, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+            return 1;
+    }
+    return 0;
+}
+FILE *popen(const char *c, const char *m)
+{
+    REAL(FILE *, popen, (const char *, const char *));
+    reprise_safe_point();
+    int rd = m && m[0] == 'r' && reprise_active();
+    FILE *f;
+    if (rd && reprise_io_replaying()) {
+        REAL(FILE *, fopen, (const char *, const char *));
+        if (reprise_shim_io_result(-1, 0) < 0) return NULL;
+        f = real_fopen("/dev/null", "r");
+    } else {
+        reprise_tsc_trap(0);
+        f = real_popen(c, m);
+        int e = errno;
+        reprise_tsc_trap(1);
+        if (rd) reprise_shim_io_result(f ? 0 : -1, e);
+        errno = e;
+    }
+    if (rd && f) piped_slot(NULL, f);
+    return f;
+}
+int pclose(FILE *f)
+{
+    REAL(int, pclose, (FILE *));
+    if (!f || !piped_slot(f, NULL)) return real_pclose(f);
+    reprise_safe_point();
+    if (reprise_io_replaying()) {
+        REAL(int, fclose, (FILE *));
+        real_fclose(f);
+        return (int)reprise_shim_io_result(-1, 0);
+    }
+    int r = real_pclose(f);
+    return (int)reprise_shim_io_result(r, errno);
+}
 SPAWNING(int, posix_spawn, (pid_t *p, const char *f, const posix_spawn_file_actions_t *a, const posix_spawnattr_t *at, char *const av[], char *const ev[]), (p, f, a, at, av, ev))
 SPAWNING(int, posix_spawnp, (pid_t *p, const char *f, const posix_spawn_file_actions_t *a, const posix_spawnattr_t *at, char *const av[], char *const ev[]), (p, f, a, at, av, ev))
 EXECING(int, execve, (const char *f, char *const av[], char *const ev[]), (f, av, ev), f)
@@ -242,6 +291,7 @@ EXITING(_Exit)
 #pragma weak gettid
 #pragma weak gettimeofday
 #pragma weak popen
+#pragma weak pclose
 #pragma weak posix_spawn
 #pragma weak posix_spawnp
 #pragma weak sched_getcpu

@@ -82,6 +82,10 @@ pub(super) unsafe fn exec_child(c: &ChildExec<'_>) -> ! {
         for sig in FORWARDED {
             libc::signal(sig, libc::SIG_DFL);
         }
+        // Rust's runtime ignores SIGPIPE in the launcher, and an ignored signal stays ignored
+        // across exec: the program (and every command it starts) would get EPIPE where it
+        // dies of SIGPIPE natively (`prog | head`; `ls: write error` from a popen'd pipeline).
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         for (from, to) in fds {
             if libc::dup2(from, to) < 0 {
                 libc::_exit(127);

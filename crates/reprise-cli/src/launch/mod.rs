@@ -501,8 +501,8 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     //   300 ms sleep in `pre_exec` it returned after 301.7 ms), so `--gdb` could not be
     //   started on the pid the program waits in before its exec, and the forwarding handler
     //   could not know the pid (`CHILD`) during the exec.
-    // Command would also change what the program inherits: it resets the signal mask and
-    // SIGPIPE (which the Rust launcher ignores) in the child.
+    // Command would also change what the program inherits: it resets the signal mask (the
+    // child resets SIGPIPE, which the Rust launcher ignores, itself: `child::exec_child`).
     // SAFETY: between fork and exec the child only makes async-signal-safe calls (dup2,
     // chdir, setrlimit, personality, setpgid, prctl, getppid, execve, _exit) on data prepared
     // before the fork.
