@@ -2,7 +2,8 @@
  * CLOCK_REALTIME), time(NULL) and gettimeofday(), in main and in a second
  * thread, then measures a usleep(2000) with each clock.  Also what the machine
  * looks like: free memory (sysinfo, sysconf), the CPUs the thread may run on
- * (sched_getaffinity: one in a replay pinned to a CPU) and a resource limit.
+ * (sched_getaffinity: one in a replay pinned to a CPU) and a resource limit;
+ * timespec_get (the clock read inside libc), getrusage and getloadavg.
  * Every value varies run to run; a faithful replay must reproduce them. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -75,5 +76,15 @@ int main(void)
     printf("free memory %llu bytes, %ld free pages; may run on %d CPUs of %ld; at most %llu files\n",
            (unsigned long long)si.freeram * si.mem_unit, sysconf(_SC_AVPHYS_PAGES), CPU_COUNT(&cpus),
            sysconf(_SC_NPROCESSORS_ONLN), (unsigned long long)nofile.rlim_cur);
+    /* Clocks read inside libc (timespec_get), CPU time used and the load average. */
+    struct timespec tg;
+    struct rusage ru;
+    double load[3] = {0, 0, 0};
+    if (timespec_get(&tg, TIME_UTC) != TIME_UTC || getrusage(RUSAGE_SELF, &ru) != 0)
+        return 1;
+    int nl = getloadavg(load, 3);
+    printf("timespec_get %lld.%09ld; cpu %ld.%06ld s user %ld.%06ld s system; load %d %.4f %.4f %.4f\n",
+           (long long)tg.tv_sec, tg.tv_nsec, (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec,
+           (long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec, nl, load[0], load[1], load[2]);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* shim_process.c: clocks and process identity (recorded results), syscall() (a safe point),
  * and the calls that start another program. */
 #include "shim.h"
+#include <sys/resource.h>
 
 /* ---- clocks and identity: recorded results ------------------------------------------------ */
 
@@ -34,6 +35,35 @@ time_t time(time_t *t)
     if (reprise_active()) v = (time_t)reprise_input((uint64_t)v);
     if (t) *t = v;
     return v;
+}
+/* C11's timespec_get reads the clock inside libc (not through the clock_gettime above). */
+int timespec_get(struct timespec *ts, int base)
+{
+    REAL(int, timespec_get, (struct timespec *, int));
+    int r = real_timespec_get(ts, base);
+    if (reprise_active()) {
+        r = (int)reprise_input((uint64_t)(int64_t)r);
+        if (r != 0 && ts) {
+            ts->tv_sec = (time_t)reprise_input((uint64_t)ts->tv_sec);
+            ts->tv_nsec = (long)reprise_input((uint64_t)ts->tv_nsec);
+        }
+    }
+    return r;
+}
+/* CPU time used and the load average: outcomes of timing, recorded. */
+RECORDED_OUT(int, getrusage, (int who, struct rusage *u), (who, u), u, sizeof *u)
+int getloadavg(double *a, int n)
+{
+    REAL(int, getloadavg, (double *, int));
+    int r = real_getloadavg(a, n);
+    if (!reprise_active()) return r;
+    r = (int)reprise_input((uint64_t)(int64_t)r);
+    for (int i = 0; i < r && i < n; i++) {
+        union { double d; uint64_t u; } v = {.d = a[i]};
+        v.u = reprise_input(v.u);
+        a[i] = v.d;
+    }
+    return r;
 }
 clock_t clock(void)
 {
@@ -291,6 +321,9 @@ EXITING(_Exit)
 #pragma weak gettid
 #pragma weak gettimeofday
 #pragma weak popen
+#pragma weak timespec_get
+#pragma weak getrusage
+#pragma weak getloadavg
 #pragma weak pclose
 #pragma weak posix_spawn
 #pragma weak posix_spawnp
