@@ -95,6 +95,7 @@ extern void reprise_io_data(void *buf, size_t len);
 /* Defined in shim_fdio.c, which says what each is. */
 extern char reprise_shim_fd_alloc_obj SHIM_HIDDEN;
 SHIM_HIDDEN long reprise_shim_io_result(long r, int err);
+SHIM_HIDDEN void reprise_shim_note_input(int fd);
 /* Remember that the program wrote the regular file open on `fd` (its later reads are then
  * recorded, not re-executed: shim_fdio.c). */
 SHIM_HIDDEN void reprise_shim_mark_written(int fd);

@@ -122,6 +122,17 @@ static int pseudo_fs(int fd, dev_t dev)
     return p;
 }
 
+/* Whether the program wrote this file (its reads are recorded, never re-executed). */
+static int wrote(const struct stat *st)
+{
+    int w = 0;
+    lock_w();
+    for (int i = 0; i < nwritten; i++)
+        if (written[i].dev == st->st_dev && written[i].ino == st->st_ino) w = 1;
+    unlock_w();
+    return w;
+}
+
 static int file_read_class(int fd, int rf)
 {
     if (fd == 0 || (rf & RF_PORTABLE)) return IO_EMULATE;
@@ -129,14 +140,19 @@ static int file_read_class(int fd, int rf)
     if (RAW_FSTAT(fd, &st) != 0 || !S_ISREG(st.st_mode)) return IO_EMULATE;
     if (!(rf & RF_HASH_ALL) && st.st_size < REEXEC_FILE_SIZE) return IO_EMULATE;
     if (pseudo_fs(fd, st.st_dev)) return IO_EMULATE;
-    int w = 0;
-    lock_w();
-    for (int i = 0; i < nwritten; i++)
-        if (written[i].dev == st.st_dev && written[i].ino == st.st_ino) w = 1;
-    unlock_w();
-    if (w) return IO_EMULATE;
+    if (wrote(&st)) return IO_EMULATE;
     note_reexec(fd, &st);
     return IO_REEXEC;
+}
+
+/* A regular file (not /proc or /sys, not one the program wrote) the program reads another
+ * way (a mapping, shim_fs.c): its identity sent as a re-executed read's. */
+SHIM_HIDDEN void reprise_shim_note_input(int fd)
+{
+    struct stat st;
+    if (reprise_active() && !reprise_io_replaying() && RAW_FSTAT(fd, &st) == 0 &&
+        S_ISREG(st.st_mode) && !pseudo_fs(fd, st.st_dev) && !wrote(&st))
+        note_reexec(fd, &st);
 }
 
 static int read_class(int fd) { return reprise_active() ? file_read_class(fd, reprise_read_flags()) : IO_EMULATE; }
@@ -523,62 +539,8 @@ ssize_t getrandom(void *buf, size_t n, unsigned flags)
     return r;
 }
 
-/* mmap of a file: the program reads the file through the mapping, which replay maps again. A
- * regular file's identity is sent as a re-executed read's is (replay refuses a missing or
- * changed file before it starts, and names it, instead of diverging later). Standard input,
- * which replay does not have, is mapped from the trace: its mapped bytes are recorded like
- * bytes read from it, and replay maps them anonymously. */
-static void *mmap_common(void *a, size_t n, int prot, int flags, int fd, off_t off,
-                         void *(*real)(void *, size_t, int, int, int, off_t))
-{
-    if (fd < 0 || (flags & MAP_ANONYMOUS) || !reprise_active()) return real(a, n, prot, flags, fd, off);
-    struct stat st;
-    int file = fd == 0 && !reprise_io_replaying() && RAW_FSTAT(0, &st) == 0 && S_ISREG(st.st_mode);
-    if (fd != 0) {
-        if (!reprise_io_replaying() && RAW_FSTAT(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-            !pseudo_fs(fd, st.st_dev))
-            note_reexec(fd, &st);
-        return real(a, n, prot, flags, fd, off);
-    }
-    /* Standard input: recorded when it is a regular file (the outcome says so in replay). */
-    reprise_safe_point();
-    if (!reprise_io_replaying()) {
-        if (!file) {
-            reprise_shim_io_result(-2, 0);
-            return real(a, n, prot, flags, fd, off);
-        }
-        void *p = real(a, n, prot, flags, fd, off);
-        if (p == MAP_FAILED) return (void *)reprise_shim_io_result(-1, errno); /* MAP_FAILED */
-        long k = off < st.st_size ? (long)(st.st_size - off) : 0;
-        if ((size_t)k > n) k = (long)n;
-        reprise_shim_io_result(k, 0);
-        reprise_io_data(p, (size_t)k);
-        return p;
-    }
-    long k = reprise_shim_io_result(-1, 0);
-    if (k == -2) return real(a, n, prot, flags, fd, off);
-    if (k < 0) return MAP_FAILED;
-    void *p = real(a, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (flags & MAP_FIXED), -1, 0);
-    if (p == MAP_FAILED) return p;
-    reprise_io_data(p, (size_t)k);
-    if (prot != (PROT_READ | PROT_WRITE)) mprotect(p, n, prot);
-    return p;
-}
-void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
-{
-    REAL(void *, mmap, (void *, size_t, int, int, int, off_t));
-    return mmap_common(a, n, prot, flags, fd, off, real_mmap);
-}
-void *mmap64(void *a, size_t n, int prot, int flags, int fd, off_t off)
-{
-    REAL(void *, mmap64, (void *, size_t, int, int, int, off_t));
-    return mmap_common(a, n, prot, flags, fd, off, real_mmap64);
-}
-
 /* The C interposers of this file (the tests check that the archive defines no libc name
  * strongly). */
-#pragma weak mmap
-#pragma weak mmap64
 #pragma weak close
 #pragma weak getrandom
 #pragma weak open

@@ -1,5 +1,7 @@
 /* shim_fs.c: changes to the file system besides writes, and path status calls (shim.h). */
 #include "shim.h"
+#include <errno.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <utime.h>
 
@@ -98,3 +100,56 @@ RECORDED_STAT(__fxstat64, (int ver, int fd, struct stat64 *st), (ver, fd, st), s
 #pragma weak unlinkat
 #pragma weak rename
 #pragma weak renameat
+
+/* mmap of a file: the program reads the file through the mapping, which replay maps again. A
+ * regular file's identity is sent as a re-executed read's is (replay refuses a missing or
+ * changed file before it starts, and names it, instead of diverging later). Standard input,
+ * which replay does not have, is mapped from the trace: its mapped bytes are recorded like
+ * bytes read from it, and replay maps them anonymously. */
+static void *mmap_common(void *a, size_t n, int prot, int flags, int fd, off_t off,
+                         void *(*real)(void *, size_t, int, int, int, off_t))
+{
+    if (fd < 0 || (flags & MAP_ANONYMOUS) || !reprise_active()) return real(a, n, prot, flags, fd, off);
+    struct stat st;
+    int file = fd == 0 && !reprise_io_replaying() && RAW_FSTAT(0, &st) == 0 && S_ISREG(st.st_mode);
+    if (fd != 0) {
+        /* (Not a shared writable mapping: the program changes that file itself.) */
+        if (!((prot & PROT_WRITE) && (flags & MAP_SHARED))) reprise_shim_note_input(fd);
+        return real(a, n, prot, flags, fd, off);
+    }
+    /* Standard input: recorded when it is a regular file (the outcome says so in replay). */
+    reprise_safe_point();
+    if (!reprise_io_replaying()) {
+        if (!file) {
+            reprise_shim_io_result(-2, 0);
+            return real(a, n, prot, flags, fd, off);
+        }
+        void *p = real(a, n, prot, flags, fd, off);
+        if (p == MAP_FAILED) return (void *)reprise_shim_io_result(-1, errno); /* MAP_FAILED */
+        long k = off < st.st_size ? (long)(st.st_size - off) : 0;
+        if ((size_t)k > n) k = (long)n;
+        reprise_shim_io_result(k, 0);
+        reprise_io_data(p, (size_t)k);
+        return p;
+    }
+    long k = reprise_shim_io_result(-1, 0);
+    if (k == -2) return real(a, n, prot, flags, fd, off);
+    if (k < 0) return MAP_FAILED;
+    void *p = real(a, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (flags & MAP_FIXED), -1, 0);
+    if (p == MAP_FAILED) return p;
+    reprise_io_data(p, (size_t)k);
+    if (prot != (PROT_READ | PROT_WRITE)) mprotect(p, n, prot);
+    return p;
+}
+void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
+{
+    REAL(void *, mmap, (void *, size_t, int, int, int, off_t));
+    return mmap_common(a, n, prot, flags, fd, off, real_mmap);
+}
+void *mmap64(void *a, size_t n, int prot, int flags, int fd, off_t off)
+{
+    REAL(void *, mmap64, (void *, size_t, int, int, int, off_t));
+    return mmap_common(a, n, prot, flags, fd, off, real_mmap64);
+}
+#pragma weak mmap
+#pragma weak mmap64
