@@ -100,7 +100,8 @@ race_free_tests!(
     fork_system,
     echo_server,
     quick_exit,
-    cond_alarm
+    cond_alarm,
+    kill_self
 );
 
 /// Racy programs built with plain gcc/g++ (data races, or inline atomics sync mode cannot

@@ -2,6 +2,7 @@
  * and the calls that start another program. */
 #include "shim.h"
 #include <sys/resource.h>
+#include <signal.h>
 
 /* ---- clocks and identity: recorded results ------------------------------------------------ */
 
@@ -86,11 +87,29 @@ clock_t times(struct tms *b)
     }
     return v;
 }
+/* The pid getpid gave the program: the recording's, in replay. */
+static pid_t given_pid;
 pid_t getpid(void)
 {
     REAL(pid_t, getpid, (void));
     pid_t v = real_getpid();
-    return reprise_active() ? (pid_t)reprise_input((uint64_t)v) : v;
+    if (!reprise_active()) return v;
+    v = (pid_t)reprise_input((uint64_t)v);
+    __atomic_store_n(&given_pid, v, __ATOMIC_RELAXED);
+    return v;
+}
+/* A signal the program sends to the pid it was given is meant for itself, which in replay has
+ * another pid: sent there (lbzip2's worker ends with kill(pid, SIGUSR2), pid saved from
+ * getpid(), to wake the main thread from sigsuspend; in replay that kill failed with ESRCH,
+ * lbzip2 aborted and the replay stalled). The signal itself is then what it is in any replay:
+ * a real asynchronous signal for a wrapped handler is dropped, the recorded delivery injected
+ * at its recorded entry (signals.rs). */
+int kill(pid_t pid, int sig)
+{
+    REAL(int, kill, (pid_t, int));
+    pid_t given = __atomic_load_n(&given_pid, __ATOMIC_RELAXED);
+    if (given > 0 && pid == given && reprise_io_replaying()) pid = (pid_t)raw_syscall3(SYS_getpid, 0, 0, 0);
+    return real_kill(pid, sig);
 }
 pid_t getppid(void)
 {
@@ -320,6 +339,7 @@ EXITING(_Exit)
 #pragma weak getppid
 #pragma weak gettid
 #pragma weak gettimeofday
+#pragma weak kill
 #pragma weak popen
 #pragma weak timespec_get
 #pragma weak getrusage

@@ -194,6 +194,38 @@ SLEEP(int, clock_nanosleep, (clockid_t c, int flags, const struct timespec *req,
 SLEEP(int, usleep, (useconds_t us), (us), r != 0)
 SLEEP(unsigned, sleep, (unsigned s), (s), 0)
 
+/* Waits for a signal handler (sigsuspend, pause): they return once a handler ran on this
+ * thread, but the runtime defers the program's handler to the thread's next runtime entry, so
+ * their return is one (reprise_safe_point): the handler runs before the program sees EINTR
+ * (a program looping `while (!flag) sigsuspend(&m)` on a flag its handler sets, without a
+ * runtime entry in between, as in sync mode, waited for good). They sleep while recording and
+ * return the recorded outcome in replay, where no real signal need come (lbzip2's main thread
+ * waits so for its worker's kill(pid, SIGUSR2)); the recorded delivery is made at that same
+ * entry. */
+#include <signal.h>
+#define HANDLER_WAIT(name, params, args) \
+    int name params \
+    { \
+        REAL(int, name, params); \
+        uint64_t out = 0; \
+        int r, e, k = reprise_sleep_pre(&out); \
+        if (k == PRE_NATIVE) return real_##name args; \
+        if (k == PRE_CANCEL) reprise_shim_cancel_now(); \
+        if (k == PRE_DONE) { \
+            r = (int)(uint32_t)out; \
+            e = (int)(out >> 32); \
+        } else { \
+            CANCELLABLE(NULL, r = real_##name args); \
+            e = errno; \
+            reprise_sleep_post((uint64_t)(uint32_t)r | ((uint64_t)(uint32_t)e << 32)); \
+        } \
+        reprise_safe_point(); \
+        errno = e; \
+        return r; \
+    }
+HANDLER_WAIT(sigsuspend, (const sigset_t *mask), (mask))
+HANDLER_WAIT(pause, (void), ())
+
 /* The unwinder (libgcc_s, or LLVM's libunwind) takes pthread mutexes and a pthread_once of its
  * own while it unwinds. Those calls are not the program's: the number of frames it visits
  * differs between a recorded cancellation (unwinding from glibc's signal handler) and its
@@ -252,6 +284,7 @@ int pthread_once(pthread_once_t *o, void (*f)(void))
  * strongly). */
 #pragma weak clock_nanosleep
 #pragma weak nanosleep
+#pragma weak pause
 #pragma weak pthread_cancel
 #pragma weak pthread_cond_clockwait
 #pragma weak pthread_cond_timedwait
@@ -266,5 +299,6 @@ int pthread_once(pthread_once_t *o, void (*f)(void))
 #pragma weak sem_clockwait
 #pragma weak sem_timedwait
 #pragma weak sem_wait
+#pragma weak sigsuspend
 #pragma weak sleep
 #pragma weak usleep

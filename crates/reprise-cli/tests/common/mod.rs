@@ -470,7 +470,9 @@ macro_rules! acceptance_programs {
             // C++20 waits: libstdc++'s own futex calls.
             cxx20_sync,
             // Signals delivered at runtime entries that replay skips nothing of.
-            cond_alarm
+            cond_alarm,
+            // A signal sent to the pid getpid() gave (the recording's, in replay).
+            kill_self
             $(, $more)*
         );
     };
