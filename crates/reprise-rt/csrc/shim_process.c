@@ -99,16 +99,22 @@ pid_t getpid(void)
     return v;
 }
 /* A signal the program sends to the pid it was given is meant for itself, which in replay has
- * another pid: sent there (lbzip2's worker ends with kill(pid, SIGUSR2), pid saved from
- * getpid(), to wake the main thread from sigsuspend; in replay that kill failed with ESRCH,
- * lbzip2 aborted and the replay stalled). The signal itself is then what it is in any replay:
- * a real asynchronous signal for a wrapped handler is dropped, the recorded delivery injected
- * at its recorded entry (signals.rs). */
+ * another pid (lbzip2's worker ends with kill(pid, SIGUSR2), pid saved from getpid(), to wake
+ * the main thread from sigsuspend; in replay that kill failed with ESRCH, lbzip2 aborted and
+ * the replay stalled). In replay, a signal whose disposition the runtime wraps is not sent:
+ * its recorded delivery is injected at its recorded entry (signals.rs), and a real one would
+ * only stay pending where the recording's was taken (lbzip2 blocks SIGUSR2, then resets it to
+ * the default and unblocks it: the replay died of it). Any other goes to the process itself
+ * (a thread in sigwait, a default action). */
+extern int reprise_signal_wrapped(int sig);
 int kill(pid_t pid, int sig)
 {
     REAL(int, kill, (pid_t, int));
     pid_t given = __atomic_load_n(&given_pid, __ATOMIC_RELAXED);
-    if (given > 0 && pid == given && reprise_io_replaying()) pid = (pid_t)raw_syscall3(SYS_getpid, 0, 0, 0);
+    if (given > 0 && pid == given && reprise_io_replaying()) {
+        if (reprise_signal_wrapped(sig)) return 0;
+        pid = (pid_t)raw_syscall3(SYS_getpid, 0, 0, 0);
+    }
     return real_kill(pid, sig);
 }
 pid_t getppid(void)

@@ -21,7 +21,7 @@
 #![allow(missing_docs)]
 
 use crate::layout::*;
-use crate::state;
+use crate::state::{self, RtGuard};
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -240,19 +240,6 @@ fn alloc_aligned(align: usize, n: usize) -> *mut c_void {
 fn zero(p: *mut c_void, n: usize) {
     // SAFETY: p has at least n usable bytes.
     unsafe { crate::real::__real_memset(p, 0, n) };
-}
-
-struct RtGuard(bool);
-impl RtGuard {
-    fn new() -> Self {
-        RtGuard(state::IN_RT.with(|c| c.replace(true)))
-    }
-}
-impl Drop for RtGuard {
-    fn drop(&mut self) {
-        let v = self.0;
-        state::IN_RT.with(|c| c.set(v));
-    }
 }
 
 #[export_name = "reprise_malloc"]

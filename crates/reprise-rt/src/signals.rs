@@ -29,6 +29,14 @@ const DEFAULT_TERM: usize = usize::MAX;
 /// The signals a user sends to stop a program (Ctrl-C, kill, a closed terminal).
 const TERMINATORS: [c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
+/// Whether the runtime wraps the program's disposition of `sig` (its handler, or a default
+/// that ends the trace): in replay, real deliveries of it are dropped and the recorded ones
+/// injected (`shim_process.c`'s `kill` of the program itself sends none then).
+#[no_mangle]
+pub extern "C" fn reprise_signal_wrapped(sig: c_int) -> c_int {
+    (sig > 0 && (sig as usize) < NSIG && PROG[sig as usize].load(Ordering::Relaxed) != 0) as c_int
+}
+
 /// The handler the program believes it has installed.
 fn program_view(h: usize) -> usize {
     if h == DEFAULT_TERM {
@@ -239,6 +247,8 @@ pub unsafe extern "C" fn sigaction(
     if state::mode() == state::M_UNINIT {
         state::init();
     }
+    // Runtime work: the structure copies below are not the program's accesses.
+    let _rt = state::RtGuard::new();
     if sig == libc::SIGSEGV && active() {
         // SAFETY: the caller's sigaction pointers, forwarded to `segv_action`.
         return unsafe { segv_action(act, old) };
@@ -402,6 +412,8 @@ fn mask_change(
         // SAFETY: forwarded unchanged.
         return unsafe { f(how, set, old) };
     }
+    // Runtime work: the copy is not the program's access.
+    let _rt = state::RtGuard::new();
     // SAFETY: `set` is the caller's valid signal set; the copy is ours.
     unsafe {
         let mut mine = *set;
@@ -443,6 +455,8 @@ pub unsafe extern "C" fn pthread_sigmask(
 /// argument valid as that function requires.
 #[export_name = "reprise_sysv_signal"]
 pub unsafe extern "C" fn sysv_signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    // Runtime work: zeroing the structures is not the program's access.
+    let _rt = state::RtGuard::new();
     // SAFETY: building a plain sigaction; `sigaction` above does the rest.
     unsafe {
         let mut a: libc::sigaction = core::mem::zeroed();
@@ -461,6 +475,8 @@ pub unsafe extern "C" fn sysv_signal(sig: c_int, h: libc::sighandler_t) -> libc:
 /// argument valid as that function requires.
 #[export_name = "reprise_signal"]
 pub unsafe extern "C" fn signal(sig: c_int, h: libc::sighandler_t) -> libc::sighandler_t {
+    // Runtime work: zeroing the structures is not the program's access.
+    let _rt = state::RtGuard::new();
     // SAFETY: building a plain sigaction; `sigaction` above does the rest.
     unsafe {
         let mut a: libc::sigaction = core::mem::zeroed();

@@ -162,6 +162,37 @@ thread_local! {
     pub static IN_RT: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Runtime work on a program's call made outside [`crate::entry::enter`] (no entry counted):
+/// `IN_RT` set while the guard lives, so the copies the compiler makes there (`memcpy` and
+/// `memset`, in a `reprise cc` link the `--wrap`ped ones, the program's ranged accesses) are
+/// not taken for the program's accesses: they counted as its events and folded the bytes
+/// copied, uninitialised ones included, into its digest. The fences keep the compiler from
+/// moving or dropping the flag's stores around those copies, whose intrinsics it believes
+/// cannot read the flag.
+pub struct RtGuard(bool);
+impl RtGuard {
+    /// Set `IN_RT` until the guard drops (then restore what it was).
+    #[inline(always)]
+    pub fn new() -> Self {
+        let was = IN_RT.with(|c| c.replace(true));
+        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        RtGuard(was)
+    }
+}
+impl Default for RtGuard {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+impl Drop for RtGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        let was = self.0;
+        IN_RT.with(|c| c.set(was));
+    }
+}
+
 /// The current thread's private part, or null.
 #[inline(always)]
 pub fn cur() -> *mut Thread {
