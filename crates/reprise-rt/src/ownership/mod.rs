@@ -111,13 +111,24 @@ pub fn fold(d: u64, x: u64) -> u64 {
 /// docs), or a write's kind. Identical on the fast and the slow path, in both modes.
 #[inline(always)]
 fn digest_access(t: &Shared, addr: usize, size: usize, k: u64) {
-    let x = if k == kind::READ {
+    let x = if k == kind::READ && !(size > 16 && own_stack(addr)) {
         // SAFETY: the program reads these bytes right after the callback returns.
         unsafe { access::value_at(addr, size) }
     } else {
         k
     };
     t.digest.set(fold(t.digest.get(), x));
+}
+
+/// Whether `addr` lies in this thread's live stack: above this callback's own frame, below
+/// the top its start recorded (`state::STACK_HI`). A struct copied from there reads padding the
+/// program never wrote, bytes left by the runtime's own frames, which differ between record and
+/// replay: such a ranged read folds its kind, not its bytes.
+#[inline(never)]
+fn own_stack(addr: usize) -> bool {
+    let here = 0u8;
+    let sp = core::hint::black_box(core::ptr::addr_of!(here)) as usize;
+    addr >= sp && addr < state::STACK_HI.with(|c| c.get())
 }
 
 /// Count slow-path event `e` of kind `k`. Its runtime entry (the positions of asynchronous
