@@ -354,6 +354,36 @@ fn popen_output_replays_without_running_the_command() {
     }
 }
 
+/// Scratch files made with `mkstemp`, written, read back and unlinked (gcc build, and a plain
+/// build in sync mode): the replays verify and leave no file behind. Before, each replay
+/// created the files (libc's own open, which no interposer sees) and never removed them (the
+/// program's unlink is not performed in replay).
+#[test]
+fn mkstemp_scratch_files_leave_nothing_in_replay() {
+    let p = program("temp_files");
+    let w = Work::new();
+    std::fs::create_dir(w.path("scratch")).unwrap();
+    let built = Command::new("gcc")
+        .current_dir(w.dir.path())
+        .args(["-O2", "-pthread", "-o", "plain"])
+        .arg(&p.source)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    for bin in [w.build(&p, "gcc"), "plain".to_string()] {
+        let args = ["scratch".to_string()];
+        let r = record(&w, &bin, &args, &format!("temp-{bin}.trace"), &[]);
+        assert_eq!(
+            String::from_utf8_lossy(&r.stdout),
+            "read back 39731200 and 40140800\n"
+        );
+        replay_verified(&w, &r, How::Plain);
+        replay_verified(&w, &r, How::Jitter(2));
+        let left: Vec<_> = std::fs::read_dir(w.path("scratch")).unwrap().collect();
+        assert!(left.is_empty(), "{bin}: files left: {left:?}");
+    }
+}
+
 /// With --hash-reads, file reads are re-executed in replay; a file that changed since the
 /// recording (here: the recording itself appended to it) is a clear error, not a wrong replay.
 #[test]

@@ -1,6 +1,7 @@
 /* shim_fs.c: changes to the file system besides writes, and path status calls (shim.h). */
 #include "shim.h"
 #include <errno.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <utime.h>
@@ -153,3 +154,43 @@ void *mmap64(void *a, size_t n, int prot, int flags, int fd, off_t off)
 }
 #pragma weak mmap
 #pragma weak mmap64
+
+/* mkstemp and its family create a file under a name libc draws at random, through its own
+ * open (no interposer sees it). Recorded: the descriptor (in descriptor-allocation order) and
+ * the name written into the template. Replay creates nothing: the descriptor is a placeholder
+ * (the program's reads of a file it wrote are recorded) and the name the recorded one, so a
+ * replay leaves no file behind (the program's unlink is not performed in replay). */
+#define MKSTEMP(name, params, args)                                                   \
+    int name params                                                                   \
+    {                                                                                 \
+        REAL(int, name, params);                                                      \
+        if (!reprise_ordered(&reprise_shim_fd_alloc_obj)) return real_##name args;      \
+        size_t len = strlen(t);                                                       \
+        long r = -1;                                                                  \
+        int e = 0;                                                                    \
+        if (!reprise_io_replaying()) {                                                \
+            r = real_##name args;                                                     \
+            e = errno;                                                                \
+            if (r >= 0) reprise_shim_mark_written((int)r);                            \
+        }                                                                             \
+        r = reprise_shim_io_result(r, e);                                             \
+        if (r < 0) return (int)r;                                                     \
+        reprise_io_data(t, len);                                                      \
+        return reprise_io_replaying() ? reprise_shim_placeholder((int)r) : (int)r;    \
+    }
+MKSTEMP(mkstemp, (char *t), (t))
+MKSTEMP(mkstemp64, (char *t), (t))
+MKSTEMP(mkostemp, (char *t, int flags), (t, flags))
+MKSTEMP(mkostemp64, (char *t, int flags), (t, flags))
+MKSTEMP(mkstemps, (char *t, int suffix), (t, suffix))
+MKSTEMP(mkstemps64, (char *t, int suffix), (t, suffix))
+MKSTEMP(mkostemps, (char *t, int suffix, int flags), (t, suffix, flags))
+MKSTEMP(mkostemps64, (char *t, int suffix, int flags), (t, suffix, flags))
+#pragma weak mkstemp
+#pragma weak mkstemp64
+#pragma weak mkostemp
+#pragma weak mkostemp64
+#pragma weak mkstemps
+#pragma weak mkstemps64
+#pragma weak mkostemps
+#pragma weak mkostemps64
