@@ -103,6 +103,19 @@ fn print_recording(h: &reprise_trace::Header, loaded: crate::replay::Loaded, rec
             footer.wall_ns as f64 / 1e9
         );
     }
+    if !rec.model_log.is_empty() {
+        // FNV-1a, so two recordings' model logs can be compared by eye.
+        let hash = rec
+            .model_log
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+            });
+        println!(
+            "model log: {} bytes (FNV-1a {hash:016x})",
+            rec.model_log.len()
+        );
+    }
     print_end(h, &rec);
     print_trapped(&rec);
     if records {
