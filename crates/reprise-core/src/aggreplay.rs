@@ -30,6 +30,7 @@
 //! `WR_x` per location with an 8-byte id and a length; `EX_t` entries Θ = 1 byte, else 1 tag byte,
 //! a pair count, `<c,d>` pairs of two u32 and the write event; `L_m` thread ids (u32).
 
+pub use crate::aggreplay_rec::{finish_log, AggLocs};
 use crate::event::{enc, Event, EventId, Loc, LockId, Op, ThreadId};
 use crate::strategy::{LogSize, Recorder, Replayer, Strategy};
 use rustc_hash::FxHashMap as HashMap;
@@ -104,17 +105,6 @@ impl LogSize for AggrePlayLog {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AggrePlay;
 
-fn slot(v: &mut Vec<u32>, t: ThreadId) -> &mut u32 {
-    if v.len() <= t as usize {
-        v.resize(t as usize + 1, 0);
-    }
-    &mut v[t as usize]
-}
-
-fn get(v: &[u32], t: usize) -> u32 {
-    v.get(t).copied().unwrap_or(0)
-}
-
 /// AggrePlay record side (algorithm 1 with O1-O3): the per-thread part (event counters,
 /// `EX_t`) around one [`AggLocs`] (everything keyed by location or lock).
 #[derive(Clone, Debug, Default)]
@@ -123,164 +113,20 @@ pub struct AggrePlayRecorder {
     counter: HashMap<ThreadId, u64>,
     nthreads: u32,
     locs: AggLocs,
-}
-
-/// The part of AggrePlay's recorder keyed by location (`W_x`, `WR_x`, `RC_t.x`, the last
-/// write of `x`) or by lock (`L_m`). Each event touches only its own location's (or lock's)
-/// entries, so a recorder on real threads runs one `AggLocs` per stripe of locations, each
-/// updated at the access's turn on its stripe, with the per-thread part (counters, `EX_t`) in
-/// each thread: the same log as one sequential recorder fed the same events in an order that
-/// agrees with every location's and every lock's order (which is all the log records).
-#[derive(Clone, Debug, Default)]
-pub struct AggLocs {
-    /// `RC_t.x`, indexed by (t, x).
-    rc: HashMap<(ThreadId, Loc), Vec<u32>>,
-    last_write: HashMap<Loc, EventId>,
-    /// `W_x` and `WR_x` while recording (hashed; ordered by location at the end).
-    w: HashMap<Loc, Vec<EventId>>,
-    wr: HashMap<Loc, Vec<(EventId, EventId)>>,
-    l: HashMap<LockId, Vec<ThreadId>>,
-    /// Reused buffer of the write path.
-    others: Vec<(ThreadId, u32)>,
-}
-
-impl AggLocs {
-    fn own(&self, t: ThreadId, x: Loc) -> u32 {
-        self.rc.get(&(t, x)).map_or(0, |v| get(v, t as usize))
-    }
-
-    /// Write (or RMW) `e` of `x` while `nthreads` threads are known: updateReadVectors
-    /// (lines 20-25) with O1/O2; the thread's `EX_t` entry.
-    pub fn write(&mut self, e: EventId, x: Loc, nthreads: u32) -> ExEntry {
-        let t = e.thread;
-        let mut others = std::mem::take(&mut self.others);
-        others.clear();
-        others.extend(
-            (0..nthreads)
-                .filter(|&u| u != t)
-                .map(|u| (u, self.own(u, x))),
-        );
-        let rc = self.rc.entry((t, x)).or_default();
-        let mut changed = false;
-        for &(u, n) in &others {
-            if n > 0 && get(rc, u as usize) != n {
-                *slot(rc, u) = n;
-                changed = true;
-            }
-        }
-        let entry = if changed {
-            let mut v = rc.clone();
-            v.resize(nthreads as usize, 0);
-            ExEntry::Rc(v, e)
-        } else {
-            ExEntry::Null
-        };
-        self.others = others;
-        self.w.entry(x).or_default().push(e);
-        self.last_write.insert(x, e);
-        entry
-    }
-
-    /// Read `e` of `x`.
-    pub fn read(&mut self, e: EventId, x: Loc) {
-        let t = e.thread;
-        *slot(self.rc.entry((t, x)).or_default(), t) += 1;
-        if let Some(&lw) = self.last_write.get(&x) {
-            if lw.thread != t {
-                self.wr.entry(x).or_default().push((lw, e));
-            }
-        }
-    }
-
-    /// Thread `t` acquired lock `m`.
-    pub fn acquire(&mut self, t: ThreadId, m: LockId) {
-        self.l.entry(m).or_default().push(t);
-    }
-
-    /// Writes (and RMWs) of `x` so far: the place of the last one in `W_x`, which a read
-    /// after it reads (an order-bearing key a faithful replay reproduces).
-    pub fn writes_of(&self, x: Loc) -> u64 {
-        self.w.get(&x).map_or(0, |v| v.len() as u64)
-    }
-
-    /// Acquisitions of `m` so far (the length of `L_m`).
-    pub fn acquisitions_of(&self, m: LockId) -> u64 {
-        self.l.get(&m).map_or(0, |v| v.len() as u64)
-    }
-
-    /// The version of `op`'s object: [`AggLocs::writes_of`] a location,
-    /// [`AggLocs::acquisitions_of`] a lock, 0 for a thread.
-    pub fn version(&self, op: &Op) -> u64 {
-        match *op {
-            Op::Read(x) | Op::Write(x) | Op::Rmw(x) => self.writes_of(x),
-            Op::Acquire(m) | Op::Release(m) => self.acquisitions_of(m),
-            Op::Fork(_) | Op::Join(_) => 0,
-        }
-    }
-
-    /// Move this part's lists into `log` (then finished by [`finish_log`]).
-    pub fn drain_into(&mut self, log: &mut AggrePlayLog) {
-        log.w.extend(self.w.drain());
-        log.wr.extend(self.wr.drain());
-        log.l.extend(self.l.drain());
-    }
-}
-
-/// Put a log assembled from [`AggLocs`] parts and per-thread `EX_t` lists in its final form.
-/// `WR_x` in canonical order: by reading thread, then program order. Reads of different
-/// threads between the same two writes are concurrent (their interleaving is not part of the
-/// execution AggrePlay reproduces, and the replayer splits `WR_x` by reading thread), so a
-/// faithful replay re-records the same log byte for byte. Threads unknown when a vector was
-/// recorded had read nothing: vectors are padded with zeros to `nthreads`.
-pub fn finish_log(log: &mut AggrePlayLog, nthreads: u32) {
-    for v in log.wr.values_mut() {
-        by_reader(v);
-    }
-    for v in log.ex.values_mut() {
-        for e in v {
-            if let ExEntry::Rc(rc, _) = e {
-                rc.resize(nthreads as usize, 0);
-            }
-        }
-    }
-}
-
-/// Order `WR_x` by (reading thread, index) in O(n): each thread's pairs are recorded in its
-/// program order, so a stable split by thread (counting sort) gives that order; the sort is
-/// the fallback for pairs out of program order (never recorded so) or very sparse thread ids.
-fn by_reader(v: &mut Vec<(EventId, EventId)>) {
-    let key = |p: &(EventId, EventId)| (p.1.thread, p.1.index);
-    if v.windows(2).all(|p| key(&p[0]) <= key(&p[1])) {
-        return;
-    }
-    let top = v.iter().map(|p| p.1.thread).max().unwrap_or(0) as usize;
-    if top > v.len().max(64) {
-        v.sort_unstable_by_key(key);
-        return;
-    }
-    let mut start = vec![0usize; top + 2];
-    for p in v.iter() {
-        start[p.1.thread as usize + 1] += 1;
-    }
-    for i in 1..start.len() {
-        start[i] += start[i - 1];
-    }
-    let mut out = vec![v[0]; v.len()];
-    for &p in v.iter() {
-        let s = &mut start[p.1.thread as usize];
-        out[*s] = p;
-        *s += 1;
-    }
-    if !out.windows(2).all(|p| key(&p[0]) <= key(&p[1])) {
-        out.sort_unstable_by_key(key);
-    }
-    *v = out;
+    /// The version of the last observed event's object ([`AggLocs::version`] after its step).
+    version: u64,
 }
 
 impl AggrePlayRecorder {
     /// The per-location part (for [`AggLocs::writes_of`] and [`AggLocs::acquisitions_of`]).
     pub fn locs(&self) -> &AggLocs {
         &self.locs
+    }
+
+    /// The version of the last observed event's object after its step
+    /// ([`AggLocs::version`], without looking it up again).
+    pub fn last_version(&self) -> u64 {
+        self.version
     }
 }
 
@@ -292,16 +138,21 @@ impl Recorder for AggrePlayRecorder {
         let c = self.counter.entry(t).or_insert(0);
         *c += 1;
         let e = EventId::new(t, *c);
-        match ev.op {
+        self.version = match ev.op {
             Op::Write(x) | Op::Rmw(x) => {
-                let entry = self.locs.write(e, x, self.nthreads);
+                let (entry, v) = self.locs.write(e, x, self.nthreads);
                 self.log.ex.entry(t).or_default().push(entry);
+                v
             }
             Op::Read(x) => self.locs.read(e, x),
             Op::Acquire(m) => self.locs.acquire(t, m),
-            Op::Fork(u) => self.nthreads = self.nthreads.max(u + 1),
-            Op::Release(_) | Op::Join(_) => {}
-        }
+            Op::Release(m) => self.locs.acquisitions_of(m),
+            Op::Fork(u) => {
+                self.nthreads = self.nthreads.max(u + 1);
+                0
+            }
+            Op::Join(_) => 0,
+        };
     }
     fn finish(mut self) -> AggrePlayLog {
         self.locs.drain_into(&mut self.log);
@@ -461,31 +312,5 @@ impl Strategy for AggrePlay {
             r.l.insert(m, v.iter().copied().collect());
         }
         r
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn by_reader_equals_the_sort() {
-        let mut seed = 7u64;
-        for n in 0..200usize {
-            let mut idx = [0u64; 9];
-            let mut v = Vec::new();
-            for _ in 0..n {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let t = ((seed >> 33) % if n % 3 == 0 { 2 } else { 9 }) as usize;
-                idx[t] += 1 + (seed >> 60);
-                v.push((EventId::new(0, n as u64), EventId::new(t as u32, idx[t])));
-            }
-            let mut want = v.clone();
-            want.sort_unstable_by_key(|&(_, e)| (e.thread, e.index));
-            by_reader(&mut v);
-            assert_eq!(v, want);
-        }
     }
 }

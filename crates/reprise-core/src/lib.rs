@@ -44,6 +44,7 @@
 
 pub mod aggreplay;
 pub mod aggreplay_plus;
+pub mod aggreplay_rec;
 pub mod binlog;
 pub mod event;
 pub mod leap;

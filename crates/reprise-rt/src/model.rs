@@ -217,7 +217,7 @@ fn observe(t: &mut Thread, op: Op) {
     let ver = match models().rec.as_mut() {
         Some(Rec::Agg(r)) => {
             r.observe(&e);
-            r.locs().version(&op)
+            r.last_version()
         }
         Some(Rec::Tp(r)) => {
             r.observe(&e);

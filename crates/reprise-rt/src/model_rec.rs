@@ -154,17 +154,19 @@ pub fn observe_agg(tid: u32, s: usize, op: Op) -> u64 {
     let e = EventId::new(tid, me.counter);
     match op {
         Op::Write(x) | Op::Rmw(x) => {
-            let entry = locs.write(e, x, n);
+            let (entry, v) = locs.write(e, x, n);
             me.ex.push(entry);
+            v
         }
         Op::Read(x) => locs.read(e, x),
         Op::Acquire(m) => locs.acquire(tid, m),
+        Op::Release(m) => locs.acquisitions_of(m),
         Op::Fork(u) => {
             note_thread(u + 1);
+            0
         }
-        Op::Release(_) | Op::Join(_) => {}
+        Op::Join(_) => 0,
     }
-    locs.version(&op)
 }
 
 /// At the end: take every model stripe (each holder releases it at its next safe point; the
