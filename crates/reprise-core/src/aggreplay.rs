@@ -30,7 +30,7 @@
 //! `WR_x` per location with an 8-byte id and a length; `EX_t` entries Θ = 1 byte, else 1 tag byte,
 //! a pair count, `<c,d>` pairs of two u32 and the write event; `L_m` thread ids (u32).
 
-pub use crate::aggreplay_rec::{finish_log, AggLocs};
+pub use crate::aggreplay_rec::{encode_log, AggLocs, EncList};
 use crate::event::{enc, Event, EventId, Loc, LockId, Op, ThreadId};
 use crate::strategy::{LogSize, Recorder, Replayer, Strategy};
 use rustc_hash::FxHashMap as HashMap;
@@ -109,8 +109,9 @@ pub struct AggrePlay;
 /// `EX_t`) around one [`AggLocs`] (everything keyed by location or lock).
 #[derive(Clone, Debug, Default)]
 pub struct AggrePlayRecorder {
-    log: AggrePlayLog,
     counter: HashMap<ThreadId, u64>,
+    /// `EX_t` by thread, encoded ([`EncList`]).
+    ex: HashMap<ThreadId, EncList>,
     nthreads: u32,
     locs: AggLocs,
     /// The version of the last observed event's object ([`AggLocs::version`] after its step).
@@ -128,6 +129,13 @@ impl AggrePlayRecorder {
     pub fn last_version(&self) -> u64 {
         self.version
     }
+
+    /// The log's encoding (`binlog::encode` of [`Recorder::finish`]'s log, written directly).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut ex: Vec<(ThreadId, &EncList)> = self.ex.iter().map(|(&t, l)| (t, l)).collect();
+        ex.sort_unstable_by_key(|p| p.0);
+        encode_log(std::iter::once(&self.locs), &ex, self.nthreads)
+    }
 }
 
 impl Recorder for AggrePlayRecorder {
@@ -140,9 +148,8 @@ impl Recorder for AggrePlayRecorder {
         let e = EventId::new(t, *c);
         self.version = match ev.op {
             Op::Write(x) | Op::Rmw(x) => {
-                let (entry, v) = self.locs.write(e, x, self.nthreads);
-                self.log.ex.entry(t).or_default().push(entry);
-                v
+                let ex = self.ex.entry(t).or_default();
+                self.locs.write(e, x, self.nthreads, ex)
             }
             Op::Read(x) => self.locs.read(e, x),
             Op::Acquire(m) => self.locs.acquire(t, m),
@@ -154,10 +161,8 @@ impl Recorder for AggrePlayRecorder {
             Op::Join(_) => 0,
         };
     }
-    fn finish(mut self) -> AggrePlayLog {
-        self.locs.drain_into(&mut self.log);
-        finish_log(&mut self.log, self.nthreads);
-        self.log
+    fn finish(self) -> AggrePlayLog {
+        crate::binlog::decode(&self.encode()).expect("the encoder writes a log postcard reads")
     }
 }
 

@@ -1,20 +1,113 @@
 //! AggrePlay's record-side state keyed by location or lock ([`AggLocs`]): one record per
-//! location holding everything algorithm 1 keeps of it (`W_x`, whose last entry is the last
-//! write of `x`; `WR_x` split by reading thread; the read counts `RC_t.x`), found by one hash
-//! look-up per event, which also gives the event's version (the length of `W_x` or `L_m`).
+//! location holding everything algorithm 1 keeps of it (`W_x`; the last write of `x`; `WR_x`
+//! split by reading thread; the read counts `RC_t.x`), found by one hash look-up per event,
+//! which also gives the event's version (the length of `W_x` or `L_m`).
+//!
+//! The lists are kept in their wire form as they grow ([`EncList`]: the count and the
+//! postcard bytes of the elements, a few bytes an event where `EventId`s take 16), and
+//! [`encode_log`] writes the log's postcard encoding from them directly: byte for byte what
+//! `binlog::encode` gives the same log as an [`AggrePlayLog`], without building its maps.
 
-use crate::aggreplay::{AggrePlayLog, ExEntry};
 use crate::event::{EventId, Loc, LockId, Op, ThreadId};
 use rustc_hash::FxHashMap as HashMap;
+
+/// Append `v` as a LEB128 varint (postcard's encoding of every integer).
+pub fn put_varint(out: &mut Vec<u8>, v: u64) {
+    let mut b = Varints::default();
+    b.put(v);
+    b.append_to(out);
+}
+
+/// Up to four varints gathered on the stack and appended at once (one capacity check and a
+/// fixed-size copy instead of a push per byte: the recorder appends one or two events per
+/// event it observes).
+struct Varints {
+    b: [u8; 40],
+    n: usize,
+}
+
+impl Default for Varints {
+    fn default() -> Self {
+        Varints { b: [0; 40], n: 0 }
+    }
+}
+
+impl Varints {
+    #[inline(always)]
+    fn put(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.b[self.n] = v as u8 | 0x80;
+            self.n += 1;
+            v >>= 7;
+        }
+        self.b[self.n] = v as u8;
+        self.n += 1;
+    }
+
+    #[inline(always)]
+    fn event(&mut self, e: EventId) {
+        self.put(e.thread as u64);
+        self.put(e.index);
+    }
+
+    #[inline(always)]
+    fn append_to(&self, out: &mut Vec<u8>) {
+        let len = out.len();
+        out.extend_from_slice(&self.b);
+        out.truncate(len + self.n);
+    }
+}
+
+fn put_event(out: &mut Vec<u8>, e: EventId) {
+    let mut b = Varints::default();
+    b.event(e);
+    b.append_to(out);
+}
+
+/// The length of the varint at the start of `b`.
+fn varint_len(b: &[u8]) -> usize {
+    b.iter().position(|&c| c < 0x80).map_or(b.len(), |i| i + 1)
+}
+
+/// A varint at the start of `b` and its length.
+fn get_varint(b: &[u8]) -> (u64, usize) {
+    let n = varint_len(b);
+    let v = b[..n]
+        .iter()
+        .rev()
+        .fold(0u64, |v, &c| v << 7 | (c & 0x7f) as u64);
+    (v, n)
+}
+
+/// A list kept in its encoding: the number of elements and their bytes.
+#[derive(Clone, Debug, Default)]
+pub struct EncList {
+    n: u64,
+    bytes: Vec<u8>,
+}
+
+impl EncList {
+    /// Elements so far.
+    pub fn len(&self) -> u64 {
+        self.n
+    }
+
+    /// No element yet.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
 
 /// What AggrePlay records of one location `x`.
 #[derive(Clone, Debug, Default)]
 struct LocRec {
-    /// `W_x`; its last entry is the last write of `x`.
-    w: Vec<EventId>,
+    /// The last write of `x` (the last entry of `W_x`).
+    last: Option<EventId>,
+    /// `W_x`.
+    w: EncList,
     /// `WR_x` split by reading thread (ascending), each part in the reader's program order: the
     /// canonical order of the log is their concatenation.
-    wr: Vec<(ThreadId, Vec<(EventId, EventId)>)>,
+    wr: Vec<(ThreadId, EncList)>,
     /// `RC_t.x[t]`: each thread's own read count of `x`, by thread.
     own: Vec<u32>,
     /// `RC_t.x` of each thread `t` that wrote `x`: the other threads' counts as its last write
@@ -38,15 +131,15 @@ impl LocRec {
         &mut self.rows[i].1
     }
 
-    fn wr_of(&mut self, t: ThreadId) -> &mut Vec<(EventId, EventId)> {
+    fn wr_of(&mut self, t: ThreadId) -> &mut EncList {
         let i = match self.wr.iter().position(|r| r.0 >= t) {
             Some(i) if self.wr[i].0 == t => i,
             Some(i) => {
-                self.wr.insert(i, (t, Vec::new()));
+                self.wr.insert(i, (t, EncList::default()));
                 i
             }
             None => {
-                self.wr.push((t, Vec::new()));
+                self.wr.push((t, EncList::default()));
                 self.wr.len() - 1
             }
         };
@@ -68,8 +161,9 @@ pub struct AggLocs {
 
 impl AggLocs {
     /// Write (or RMW) `e` of `x` while `nthreads` threads are known: updateReadVectors
-    /// (lines 20-25) with O1/O2; the thread's `EX_t` entry and the length of `W_x` after it.
-    pub fn write(&mut self, e: EventId, x: Loc, nthreads: u32) -> (ExEntry, u64) {
+    /// (lines 20-25) with O1/O2; appends the thread's `EX_t` entry to `ex` (Θ, or the vector at
+    /// `nthreads` entries, padded at the end by [`encode_log`]). The length of `W_x` after it.
+    pub fn write(&mut self, e: EventId, x: Loc, nthreads: u32, ex: &mut EncList) -> u64 {
         let t = e.thread;
         let r = self.locs.entry(x).or_default();
         let own = std::mem::take(&mut r.own);
@@ -84,17 +178,27 @@ impl AggLocs {
                 changed = true;
             }
         }
-        let entry = if changed {
-            let mut v = row.clone();
-            v.resize(nthreads as usize, 0);
-            v[t as usize] = get(&own, t as usize);
-            ExEntry::Rc(v, e)
+        ex.n += 1;
+        if changed {
+            ex.bytes.push(1);
+            put_varint(&mut ex.bytes, nthreads as u64);
+            for u in 0..nthreads as usize {
+                let c = if u == t as usize {
+                    get(&own, u)
+                } else {
+                    get(row, u)
+                };
+                put_varint(&mut ex.bytes, c as u64);
+            }
+            put_event(&mut ex.bytes, e);
         } else {
-            ExEntry::Null
-        };
+            ex.bytes.push(0);
+        }
         r.own = own;
-        r.w.push(e);
-        (entry, r.w.len() as u64)
+        r.last = Some(e);
+        r.w.n += 1;
+        put_event(&mut r.w.bytes, e);
+        r.w.n
     }
 
     /// Read `e` of `x`; the length of `W_x` (the place of the write it reads).
@@ -105,12 +209,17 @@ impl AggLocs {
             r.own.resize(t as usize + 1, 0);
         }
         r.own[t as usize] += 1;
-        if let Some(&lw) = r.w.last() {
+        if let Some(lw) = r.last {
             if lw.thread != t {
-                r.wr_of(t).push((lw, e));
+                let p = r.wr_of(t);
+                p.n += 1;
+                let mut b = Varints::default();
+                b.event(lw);
+                b.event(e);
+                b.append_to(&mut p.bytes);
             }
         }
-        r.w.len() as u64
+        r.w.n
     }
 
     /// Thread `t` acquired lock `m`; the length of `L_m` after it.
@@ -123,7 +232,7 @@ impl AggLocs {
     /// Writes (and RMWs) of `x` so far: the place of the last one in `W_x`, which a read
     /// after it reads (an order-bearing key a faithful replay reproduces).
     pub fn writes_of(&self, x: Loc) -> u64 {
-        self.locs.get(&x).map_or(0, |r| r.w.len() as u64)
+        self.locs.get(&x).map_or(0, |r| r.w.n)
     }
 
     /// Acquisitions of `m` so far (the length of `L_m`).
@@ -140,39 +249,97 @@ impl AggLocs {
             Op::Fork(_) | Op::Join(_) => 0,
         }
     }
+}
 
-    /// Move this part's lists into `log` (then finished by [`finish_log`]); `WR_x` in
-    /// canonical order (by reading thread, then program order).
-    pub fn drain_into(&mut self, log: &mut AggrePlayLog) {
-        for (x, r) in self.locs.drain() {
-            if !r.w.is_empty() {
-                log.w.insert(x, r.w);
-            }
-            if !r.wr.is_empty() {
-                let n = r.wr.iter().map(|p| p.1.len()).sum();
-                let mut wr = Vec::with_capacity(n);
-                for (_, v) in r.wr {
-                    wr.extend(v);
-                }
-                log.wr.insert(x, wr);
-            }
+/// Copy `EX_t` (`ex`, `n` entries) with every vector padded with zeros to `nthreads` entries:
+/// threads unknown when it was recorded had read nothing.
+fn put_ex(out: &mut Vec<u8>, ex: &EncList, nthreads: u32) {
+    put_varint(out, ex.n);
+    let b = &ex.bytes[..];
+    let mut i = 0;
+    while i < b.len() {
+        let tag = b[i];
+        out.push(tag);
+        i += 1;
+        if tag == 0 {
+            continue;
         }
-        log.l.extend(self.l.drain());
+        let (len, k) = get_varint(&b[i..]);
+        i += k;
+        put_varint(out, len.max(nthreads as u64));
+        let start = i;
+        for _ in 0..len {
+            i += varint_len(&b[i..]);
+        }
+        out.extend_from_slice(&b[start..i]);
+        out.resize(
+            out.len() + (nthreads as u64).saturating_sub(len) as usize,
+            0,
+        );
+        let start = i;
+        i += varint_len(&b[i..]);
+        i += varint_len(&b[i..]);
+        out.extend_from_slice(&b[start..i]);
     }
 }
 
-/// Put a log assembled from [`AggLocs`] parts and per-thread `EX_t` lists in its final form.
-/// `WR_x` is in canonical order: by reading thread, then program order. Reads of different
-/// threads between the same two writes are concurrent (their interleaving is not part of the
-/// execution AggrePlay reproduces, and the replayer splits `WR_x` by reading thread), so a
-/// faithful replay re-records the same log byte for byte. Threads unknown when a vector was
-/// recorded had read nothing: vectors are padded with zeros to `nthreads`.
-pub fn finish_log(log: &mut AggrePlayLog, nthreads: u32) {
-    for v in log.ex.values_mut() {
-        for e in v {
-            if let ExEntry::Rc(rc, _) = e {
-                rc.resize(nthreads as usize, 0);
+/// The log's postcard encoding (an `AggrePlayLog`: `W_x`, `WR_x` by location, `EX_t` by
+/// thread, `L_m` by lock, each map in key order) from the location parts `parts` (disjoint:
+/// each location and lock in one part) and the threads' `EX_t` lists `ex` (ascending thread
+/// ids), `nthreads` threads known at the end. `WR_x` comes out in canonical order: by reading
+/// thread, then program order. Reads of different threads between the same two writes are
+/// concurrent (their interleaving is not part of the execution AggrePlay reproduces, and the
+/// replayer splits `WR_x` by reading thread), so a faithful replay re-records the same log
+/// byte for byte.
+pub fn encode_log<'a>(
+    parts: impl Iterator<Item = &'a AggLocs>,
+    ex: &[(ThreadId, &EncList)],
+    nthreads: u32,
+) -> Vec<u8> {
+    let mut locs: Vec<(Loc, &LocRec)> = Vec::new();
+    let mut locks: Vec<(LockId, &Vec<ThreadId>)> = Vec::new();
+    let mut size = 64;
+    for p in parts {
+        for (&x, r) in &p.locs {
+            if !r.w.is_empty() || !r.wr.is_empty() {
+                size += 24 + r.w.bytes.len() + r.wr.iter().map(|p| p.1.bytes.len()).sum::<usize>();
+                locs.push((x, r));
             }
         }
+        locks.extend(p.l.iter().map(|(&m, v)| (m, v)));
     }
+    locs.sort_unstable_by_key(|p| p.0);
+    locks.sort_unstable_by_key(|p| p.0);
+    size += ex.iter().map(|p| p.1.bytes.len() * 2).sum::<usize>();
+    let mut out = Vec::with_capacity(size);
+    let o = &mut out;
+    put_varint(o, locs.iter().filter(|p| !p.1.w.is_empty()).count() as u64);
+    for (x, r) in locs.iter().filter(|p| !p.1.w.is_empty()) {
+        put_varint(o, *x);
+        put_varint(o, r.w.n);
+        o.extend_from_slice(&r.w.bytes);
+    }
+    put_varint(o, locs.iter().filter(|p| !p.1.wr.is_empty()).count() as u64);
+    for (x, r) in locs.iter().filter(|p| !p.1.wr.is_empty()) {
+        put_varint(o, *x);
+        put_varint(o, r.wr.iter().map(|p| p.1.n).sum());
+        for (_, p) in &r.wr {
+            o.extend_from_slice(&p.bytes);
+        }
+    }
+    let ex: Vec<_> = ex.iter().filter(|p| !p.1.is_empty()).collect();
+    put_varint(o, ex.len() as u64);
+    for (t, l) in ex {
+        put_varint(o, *t as u64);
+        put_ex(o, l, nthreads);
+    }
+    put_varint(o, locks.len() as u64);
+    for (m, v) in locks {
+        put_varint(o, m);
+        put_varint(o, v.len() as u64);
+        for &t in v {
+            put_varint(o, t as u64);
+        }
+    }
+    out
 }

@@ -1,6 +1,7 @@
 //! AggrePlay's recorder produces, byte for byte, the log of the straightforward reading of
 //! algorithm 1 kept here as the reference (one hash map per list, `RC_t.x` keyed by (t, x),
-//! `WR_x` sorted by (reading thread, index) at the end), on random event sequences.
+//! `WR_x` sorted by (reading thread, index) at the end, postcard), on random event sequences:
+//! the recorder's own encoder writes the same bytes postcard writes for the reference's log.
 
 use reprise_core::aggreplay::{AggrePlay, AggrePlayLog, ExEntry};
 use reprise_core::{binlog, Event, EventId, Loc, LockId, Op, Recorder, Strategy, ThreadId};
@@ -153,6 +154,7 @@ fn recorder_log_equals_the_reference() {
         }
         assert_eq!(versions, reference.versions, "seed {seed}");
         let want = binlog::encode(&reference.finish()).unwrap();
+        assert_eq!(rec.encode(), want, "seed {seed}");
         let got = binlog::encode(&rec.finish()).unwrap();
         assert_eq!(got, want, "seed {seed}");
     }

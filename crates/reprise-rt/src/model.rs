@@ -431,10 +431,10 @@ pub fn finish(tid: u32) {
     lock_g();
     let m = models();
     let bytes = match m.rec.take() {
-        Some(Rec::Agg(r)) => binlog::encode(&r.finish()),
+        Some(Rec::Agg(r)) => Ok(r.encode()),
         Some(Rec::Tp(r)) => binlog::encode(&r.finish()),
         Some(Rec::TpP(r)) => binlog::encode(&r.finish()),
-        None if !state::REPLAY.load(Ordering::Relaxed) => binlog::encode(&model_rec::finish_agg()),
+        None if !state::REPLAY.load(Ordering::Relaxed) => Ok(model_rec::finish_agg()),
         None => return,
     };
     let Ok(bytes) = bytes else { return };

@@ -21,7 +21,7 @@
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, Ordering};
-use reprise_core::aggreplay::{finish_log, AggLocs, AggrePlayLog, ExEntry};
+use reprise_core::aggreplay::{encode_log, AggLocs, EncList};
 use reprise_core::{EventId, Op};
 use reprise_proto::MAX_THREADS;
 
@@ -55,7 +55,7 @@ static STRIPES: [MStripe; MSTRIPES] = [const {
 #[derive(Default)]
 struct AggThread {
     counter: u64,
-    ex: Vec<ExEntry>,
+    ex: EncList,
 }
 
 /// Per thread id: the model stripe it holds (+1; 0 none) and its AggrePlay part.
@@ -153,11 +153,7 @@ pub fn observe_agg(tid: u32, s: usize, op: Op) -> u64 {
     me.counter += 1;
     let e = EventId::new(tid, me.counter);
     match op {
-        Op::Write(x) | Op::Rmw(x) => {
-            let (entry, v) = locs.write(e, x, n);
-            me.ex.push(entry);
-            v
-        }
+        Op::Write(x) | Op::Rmw(x) => locs.write(e, x, n, &mut me.ex),
         Op::Read(x) => locs.read(e, x),
         Op::Acquire(m) => locs.acquire(tid, m),
         Op::Release(m) => locs.acquisitions_of(m),
@@ -179,24 +175,19 @@ pub fn lock_all(caller: u32) {
     }
 }
 
-/// AggrePlay's log from the stripes and threads (after [`lock_all`]).
-pub fn finish_agg() -> AggrePlayLog {
-    let mut log = AggrePlayLog::default();
-    for st in &STRIPES {
+/// AggrePlay's log, encoded, from the stripes and threads (after [`lock_all`]).
+pub fn finish_agg() -> Vec<u8> {
+    let parts = STRIPES.iter().filter_map(|st| {
         // SAFETY: lock_all took every stripe's ticket: nobody else reaches the cell.
-        if let Some(l) = unsafe { &mut *st.locs.get() }.as_mut() {
-            l.drain_into(&mut log);
-        }
-    }
+        unsafe { &*st.locs.get() }.as_ref()
+    });
+    let mut ex = Vec::new();
     for (tid, p) in THREADS.iter().enumerate() {
         // SAFETY: every stripe is taken, so no thread is inside an event (the only place a
         // thread touches its cell).
-        if let Some(a) = unsafe { &mut *p.agg.get() }.as_mut() {
-            if !a.ex.is_empty() {
-                log.ex.insert(tid as u32, core::mem::take(&mut a.ex));
-            }
+        if let Some(a) = unsafe { &*p.agg.get() }.as_ref() {
+            ex.push((tid as u32, &a.ex));
         }
     }
-    finish_log(&mut log, NTHREADS.load(Ordering::SeqCst));
-    log
+    encode_log(parts, &ex, NTHREADS.load(Ordering::SeqCst))
 }
