@@ -18,18 +18,13 @@ pub fn put_varint(out: &mut Vec<u8>, v: u64) {
     b.append_to(out);
 }
 
-/// Up to four varints gathered on the stack and appended at once (one capacity check and a
-/// fixed-size copy instead of a push per byte: the recorder appends one or two events per
-/// event it observes).
+/// Up to two events' (or three integers') varints gathered on the stack and appended at once
+/// (one capacity check and a fixed-size copy instead of a push per byte: the recorder appends
+/// one or two events per event it observes).
+#[derive(Default)]
 struct Varints {
-    b: [u8; 40],
+    b: [u8; 32],
     n: usize,
-}
-
-impl Default for Varints {
-    fn default() -> Self {
-        Varints { b: [0; 40], n: 0 }
-    }
 }
 
 impl Varints {
@@ -131,19 +126,28 @@ impl LocRec {
         &mut self.rows[i].1
     }
 
+    /// Thread `t`'s first read of `x` (its count 1).
+    #[cold]
+    fn first_read(&mut self, t: ThreadId) {
+        self.own.resize(t as usize + 1, 0);
+        self.own[t as usize] = 1;
+    }
+
+    #[inline]
     fn wr_of(&mut self, t: ThreadId) -> &mut EncList {
         let i = match self.wr.iter().position(|r| r.0 >= t) {
             Some(i) if self.wr[i].0 == t => i,
-            Some(i) => {
-                self.wr.insert(i, (t, EncList::default()));
-                i
-            }
-            None => {
-                self.wr.push((t, EncList::default()));
-                self.wr.len() - 1
-            }
+            i => self.new_reader(t, i),
         };
         &mut self.wr[i].1
+    }
+
+    /// `WR_x`'s part for reading thread `t`, made at `i` (None: at the end); its index.
+    #[cold]
+    fn new_reader(&mut self, t: ThreadId, i: Option<usize>) -> usize {
+        let i = i.unwrap_or(self.wr.len());
+        self.wr.insert(i, (t, EncList::default()));
+        i
     }
 }
 
@@ -202,13 +206,14 @@ impl AggLocs {
     }
 
     /// Read `e` of `x`; the length of `W_x` (the place of the write it reads).
+    #[inline]
     pub fn read(&mut self, e: EventId, x: Loc) -> u64 {
         let t = e.thread;
         let r = self.locs.entry(x).or_default();
-        if r.own.len() <= t as usize {
-            r.own.resize(t as usize + 1, 0);
+        match r.own.get_mut(t as usize) {
+            Some(c) => *c += 1,
+            None => r.first_read(t),
         }
-        r.own[t as usize] += 1;
         if let Some(lw) = r.last {
             if lw.thread != t {
                 let p = r.wr_of(t);
