@@ -30,7 +30,7 @@
 //! `WR_x` per location with an 8-byte id and a length; `EX_t` entries Θ = 1 byte, else 1 tag byte,
 //! a pair count, `<c,d>` pairs of two u32 and the write event; `L_m` thread ids (u32).
 
-pub use crate::aggreplay_rec::{encode_log, AggLocs, EncList};
+pub use crate::aggreplay_rec::{encode_log, encode_log_to, AggLocs, EncList};
 use crate::event::{enc, Event, EventId, Loc, LockId, Op, ThreadId};
 use crate::strategy::{LogSize, Recorder, Replayer, Strategy};
 use rustc_hash::FxHashMap as HashMap;

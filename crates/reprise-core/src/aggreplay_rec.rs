@@ -256,35 +256,78 @@ impl AggLocs {
     }
 }
 
+/// Where [`encode_log_to`] writes: bytes gathered into pieces of about [`PIECE`] bytes
+/// handed to `f` (a list longer than that goes to `f` whole, without a copy).
+struct Out<'f> {
+    buf: Vec<u8>,
+    f: &'f mut dyn FnMut(&[u8]),
+}
+
+/// The size of the pieces [`encode_log_to`] hands out.
+const PIECE: usize = 1 << 16;
+
+impl Out<'_> {
+    fn flush(&mut self) {
+        if !self.buf.is_empty() {
+            (self.f)(&self.buf);
+            self.buf.clear();
+        }
+    }
+
+    /// Flush once a piece is full.
+    fn check(&mut self) {
+        if self.buf.len() >= PIECE {
+            self.flush();
+        }
+    }
+
+    fn varint(&mut self, v: u64) {
+        put_varint(&mut self.buf, v);
+        self.check();
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        if self.buf.len() + b.len() > PIECE {
+            self.flush();
+        }
+        if b.len() >= PIECE {
+            (self.f)(b);
+        } else {
+            self.buf.extend_from_slice(b);
+        }
+    }
+}
+
 /// Copy `EX_t` (`ex`, `n` entries) with every vector padded with zeros to `nthreads` entries:
 /// threads unknown when it was recorded had read nothing.
-fn put_ex(out: &mut Vec<u8>, ex: &EncList, nthreads: u32) {
-    put_varint(out, ex.n);
+fn put_ex(o: &mut Out, ex: &EncList, nthreads: u32) {
+    o.varint(ex.n);
     let b = &ex.bytes[..];
     let mut i = 0;
     while i < b.len() {
+        let out = &mut o.buf;
         let tag = b[i];
         out.push(tag);
         i += 1;
-        if tag == 0 {
-            continue;
-        }
-        let (len, k) = get_varint(&b[i..]);
-        i += k;
-        put_varint(out, len.max(nthreads as u64));
-        let start = i;
-        for _ in 0..len {
+        if tag != 0 {
+            let (len, k) = get_varint(&b[i..]);
+            i += k;
+            put_varint(out, len.max(nthreads as u64));
+            let start = i;
+            for _ in 0..len {
+                i += varint_len(&b[i..]);
+            }
+            out.extend_from_slice(&b[start..i]);
+            out.resize(
+                out.len() + (nthreads as u64).saturating_sub(len) as usize,
+                0,
+            );
+            let start = i;
             i += varint_len(&b[i..]);
+            i += varint_len(&b[i..]);
+            out.extend_from_slice(&b[start..i]);
         }
-        out.extend_from_slice(&b[start..i]);
-        out.resize(
-            out.len() + (nthreads as u64).saturating_sub(len) as usize,
-            0,
-        );
-        let start = i;
-        i += varint_len(&b[i..]);
-        i += varint_len(&b[i..]);
-        out.extend_from_slice(&b[start..i]);
+        o.check();
     }
 }
 
@@ -301,50 +344,62 @@ pub fn encode_log<'a>(
     ex: &[(ThreadId, &EncList)],
     nthreads: u32,
 ) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_log_to(parts, ex, nthreads, &mut |b| out.extend_from_slice(b));
+    out
+}
+
+/// [`encode_log`] handed to `f` piece by piece (in order; never the whole log in one buffer).
+pub fn encode_log_to<'a>(
+    parts: impl Iterator<Item = &'a AggLocs>,
+    ex: &[(ThreadId, &EncList)],
+    nthreads: u32,
+    f: &mut dyn FnMut(&[u8]),
+) {
     let mut locs: Vec<(Loc, &LocRec)> = Vec::new();
     let mut locks: Vec<(LockId, &Vec<ThreadId>)> = Vec::new();
-    let mut size = 64;
     for p in parts {
-        for (&x, r) in &p.locs {
-            if !r.w.is_empty() || !r.wr.is_empty() {
-                size += 24 + r.w.bytes.len() + r.wr.iter().map(|p| p.1.bytes.len()).sum::<usize>();
-                locs.push((x, r));
-            }
-        }
+        locs.extend(
+            p.locs
+                .iter()
+                .filter(|(_, r)| !r.w.is_empty() || !r.wr.is_empty())
+                .map(|(&x, r)| (x, r)),
+        );
         locks.extend(p.l.iter().map(|(&m, v)| (m, v)));
     }
     locs.sort_unstable_by_key(|p| p.0);
     locks.sort_unstable_by_key(|p| p.0);
-    size += ex.iter().map(|p| p.1.bytes.len() * 2).sum::<usize>();
-    let mut out = Vec::with_capacity(size);
-    let o = &mut out;
-    put_varint(o, locs.iter().filter(|p| !p.1.w.is_empty()).count() as u64);
+    let o = &mut Out {
+        buf: Vec::with_capacity(PIECE + 64),
+        f,
+    };
+    o.varint(locs.iter().filter(|p| !p.1.w.is_empty()).count() as u64);
     for (x, r) in locs.iter().filter(|p| !p.1.w.is_empty()) {
-        put_varint(o, *x);
-        put_varint(o, r.w.n);
-        o.extend_from_slice(&r.w.bytes);
+        o.varint(*x);
+        o.varint(r.w.n);
+        o.bytes(&r.w.bytes);
     }
-    put_varint(o, locs.iter().filter(|p| !p.1.wr.is_empty()).count() as u64);
+    o.varint(locs.iter().filter(|p| !p.1.wr.is_empty()).count() as u64);
     for (x, r) in locs.iter().filter(|p| !p.1.wr.is_empty()) {
-        put_varint(o, *x);
-        put_varint(o, r.wr.iter().map(|p| p.1.n).sum());
+        o.varint(*x);
+        o.varint(r.wr.iter().map(|p| p.1.n).sum());
         for (_, p) in &r.wr {
-            o.extend_from_slice(&p.bytes);
+            o.bytes(&p.bytes);
         }
     }
     let ex: Vec<_> = ex.iter().filter(|p| !p.1.is_empty()).collect();
-    put_varint(o, ex.len() as u64);
+    o.varint(ex.len() as u64);
     for (t, l) in ex {
-        put_varint(o, *t as u64);
+        o.varint(*t as u64);
         put_ex(o, l, nthreads);
     }
-    put_varint(o, locks.len() as u64);
+    o.varint(locks.len() as u64);
     for (m, v) in locks {
-        put_varint(o, m);
-        put_varint(o, v.len() as u64);
+        o.varint(m);
+        o.varint(v.len() as u64);
         for &t in v {
-            put_varint(o, t as u64);
+            o.varint(t as u64);
         }
     }
-    out
+    o.flush();
 }

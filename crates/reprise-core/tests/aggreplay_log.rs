@@ -159,3 +159,25 @@ fn recorder_log_equals_the_reference() {
         assert_eq!(got, want, "seed {seed}");
     }
 }
+
+/// Logs longer than the encoder's pieces (64 KiB), with lists longer than a piece (2
+/// locations) and many short ones (40).
+#[test]
+fn a_long_log_in_pieces_equals_the_reference() {
+    for locs in [2, 40] {
+        let evs = events(99, 200_000, 4, locs);
+        let mut reference = Reference::default();
+        let mut rec = AggrePlay.recorder();
+        for &(t, op) in &evs {
+            reference.observe(t, op);
+            rec.observe(&Event {
+                thread: t,
+                op,
+                value: 0,
+            });
+        }
+        let want = binlog::encode(&reference.finish()).unwrap();
+        assert!(want.len() > 4 << 16, "{} bytes: several pieces", want.len());
+        assert_eq!(rec.encode(), want, "{locs} locations");
+    }
+}

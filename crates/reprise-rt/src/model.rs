@@ -429,20 +429,56 @@ pub fn finish(tid: u32) {
         model_rec::lock_all(tid);
     }
     lock_g();
-    let m = models();
-    let bytes = match m.rec.take() {
+    let mut out = ModelFrames {
+        frame: [0; FRAME_HDR + MODEL_FRAME],
+        n: 0,
+    };
+    let encoded = match models().rec.take() {
         Some(Rec::Agg(r)) => Ok(r.encode()),
         Some(Rec::Tp(r)) => binlog::encode(&r.finish()),
         Some(Rec::TpP(r)) => binlog::encode(&r.finish()),
-        None if !state::REPLAY.load(Ordering::Relaxed) => Ok(model_rec::finish_agg()),
+        None if !state::REPLAY.load(Ordering::Relaxed) => {
+            // Encoded and sent piece by piece: never the whole log in one buffer.
+            model_rec::finish_agg(&mut |b| out.push(b));
+            out.send();
+            return;
+        }
         None => return,
     };
-    let Ok(bytes) = bytes else { return };
-    let mut frame = [0u8; FRAME_HDR + 60000];
-    for piece in bytes.chunks(60000) {
-        put_frame_header(&mut frame, F_MODEL, piece.len());
-        frame[FRAME_HDR..FRAME_HDR + piece.len()].copy_from_slice(piece);
-        crate::channel::send(&frame[..FRAME_HDR + piece.len()]);
+    if let Ok(bytes) = encoded {
+        out.push(&bytes);
+        out.send();
+    }
+}
+
+/// The model log's bytes per `F_MODEL` frame.
+const MODEL_FRAME: usize = 60000;
+
+/// The model log on its way out: full frames of [`MODEL_FRAME`] bytes, the last one shorter.
+struct ModelFrames {
+    frame: [u8; FRAME_HDR + MODEL_FRAME],
+    n: usize,
+}
+
+impl ModelFrames {
+    fn push(&mut self, mut b: &[u8]) {
+        while !b.is_empty() {
+            let k = (MODEL_FRAME - self.n).min(b.len());
+            self.frame[FRAME_HDR + self.n..FRAME_HDR + self.n + k].copy_from_slice(&b[..k]);
+            self.n += k;
+            b = &b[k..];
+            if self.n == MODEL_FRAME {
+                self.send();
+            }
+        }
+    }
+
+    fn send(&mut self) {
+        if self.n > 0 {
+            put_frame_header(&mut self.frame, F_MODEL, self.n);
+            crate::channel::send(&self.frame[..FRAME_HDR + self.n]);
+            self.n = 0;
+        }
     }
 }
 

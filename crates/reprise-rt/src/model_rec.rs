@@ -21,7 +21,7 @@
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, Ordering};
-use reprise_core::aggreplay::{encode_log, AggLocs, EncList};
+use reprise_core::aggreplay::{encode_log_to, AggLocs, EncList};
 use reprise_core::{EventId, Op};
 use reprise_proto::MAX_THREADS;
 
@@ -175,8 +175,9 @@ pub fn lock_all(caller: u32) {
     }
 }
 
-/// AggrePlay's log, encoded, from the stripes and threads (after [`lock_all`]).
-pub fn finish_agg() -> Vec<u8> {
+/// AggrePlay's log, encoded, from the stripes and threads (after [`lock_all`]), handed to `f`
+/// piece by piece.
+pub fn finish_agg(f: &mut dyn FnMut(&[u8])) {
     let parts = STRIPES.iter().filter_map(|st| {
         // SAFETY: lock_all took every stripe's ticket: nobody else reaches the cell.
         unsafe { &*st.locs.get() }.as_ref()
@@ -189,5 +190,5 @@ pub fn finish_agg() -> Vec<u8> {
             ex.push((tid as u32, &a.ex));
         }
     }
-    encode_log(parts, &ex, NTHREADS.load(Ordering::SeqCst))
+    encode_log_to(parts, &ex, NTHREADS.load(Ordering::SeqCst), f);
 }
