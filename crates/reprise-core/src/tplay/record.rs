@@ -114,11 +114,46 @@ fn leq_src(a: &[u32], s: &Src) -> bool {
     })
 }
 
+/// The recorder's threads by id: a vector indexed by thread id (ids are dense, from 0), where
+/// a hash map cost a look-up per access of a thread's state, several per event.
+#[derive(Clone, Debug, Default)]
+struct Threads(Vec<Option<RThread>>);
+
+impl Threads {
+    fn get(&self, t: &ThreadId) -> Option<&RThread> {
+        self.0.get(*t as usize).and_then(Option::as_ref)
+    }
+
+    fn get_mut(&mut self, t: &ThreadId) -> Option<&mut RThread> {
+        self.0.get_mut(*t as usize).and_then(Option::as_mut)
+    }
+
+    /// Thread `t`'s state (`make` it if there is none).
+    fn or_insert_with(&mut self, t: ThreadId, make: impl FnOnce() -> RThread) -> &mut RThread {
+        let i = t as usize;
+        if self.0.len() <= i {
+            self.0.resize_with(i + 1, || None);
+        }
+        self.0[i].get_or_insert_with(make)
+    }
+
+    fn insert(&mut self, t: ThreadId, th: RThread) {
+        *self.or_insert_with(t, || RThread::new(Vec::new())) = th;
+    }
+}
+
+impl std::ops::Index<&ThreadId> for Threads {
+    type Output = RThread;
+    fn index(&self, t: &ThreadId) -> &RThread {
+        self.get(t).expect("a known thread")
+    }
+}
+
 /// TPLAY record side (algorithm 1 with a RegionTrack-style checker).
 #[derive(Clone, Debug, Default)]
 pub struct TplayRecorder {
     log: TplayLog,
-    threads: HashMap<ThreadId, RThread>,
+    threads: Threads,
     lw: HashMap<Loc, LastWrite>,
     /// Last read of each thread since the last write, per location (sources of r→w edges),
     /// by thread id.
@@ -147,9 +182,7 @@ impl TplayRecorder {
     }
 
     fn thread(&mut self, t: ThreadId) -> &mut RThread {
-        self.threads
-            .entry(t)
-            .or_insert_with(|| RThread::new(Vec::new()))
+        self.threads.or_insert_with(t, || RThread::new(Vec::new()))
     }
 
     fn add_dset(&mut self, t: ThreadId, i: Inter) {
