@@ -74,12 +74,18 @@ fn get_varint(b: &[u8]) -> (u64, usize) {
     (v, n)
 }
 
-/// A list kept in its encoding: the number of elements and their bytes.
+/// A list kept in its encoding: the number of elements and their bytes, in chunks that never
+/// move once written (a chunk twice its predecessor's size, up to [`CHUNK_MAX`]): a growing
+/// list touches each page once, where a doubling vector copied itself into fresh pages at
+/// every growth (most of a recording's page faults). An element never straddles two chunks.
 #[derive(Clone, Debug, Default)]
 pub struct EncList {
     n: u64,
-    bytes: Vec<u8>,
+    chunks: Vec<Vec<u8>>,
 }
+
+/// The largest chunk of an [`EncList`].
+const CHUNK_MAX: usize = 1 << 20;
 
 impl EncList {
     /// Elements so far.
@@ -90,6 +96,41 @@ impl EncList {
     /// No element yet.
     pub fn is_empty(&self) -> bool {
         self.n == 0
+    }
+
+    /// The chunk to append `need` more bytes to (a new one if the last has no room).
+    #[inline(always)]
+    fn room(&mut self, need: usize) -> &mut Vec<u8> {
+        let full = self
+            .chunks
+            .last()
+            .is_none_or(|c| c.capacity() - c.len() < need);
+        if full {
+            self.grow(need);
+        }
+        self.chunks.last_mut().expect("grown")
+    }
+
+    #[cold]
+    fn grow(&mut self, need: usize) {
+        let cap = self
+            .chunks
+            .last()
+            .map_or(32, |c| (2 * c.capacity()).min(CHUNK_MAX));
+        self.chunks.push(Vec::with_capacity(cap.max(need)));
+    }
+
+    /// Append one element's varints.
+    #[inline(always)]
+    fn push(&mut self, b: &Varints) {
+        self.n += 1;
+        b.append_to(self.room(b.b.len()));
+    }
+
+    /// Append one element's bytes.
+    fn push_bytes(&mut self, b: &[u8]) {
+        self.n += 1;
+        self.room(b.len()).extend_from_slice(b);
     }
 }
 
@@ -182,26 +223,27 @@ impl AggLocs {
                 changed = true;
             }
         }
-        ex.n += 1;
         if changed {
-            ex.bytes.push(1);
-            put_varint(&mut ex.bytes, nthreads as u64);
+            let mut b = vec![1];
+            put_varint(&mut b, nthreads as u64);
             for u in 0..nthreads as usize {
                 let c = if u == t as usize {
                     get(&own, u)
                 } else {
                     get(row, u)
                 };
-                put_varint(&mut ex.bytes, c as u64);
+                put_varint(&mut b, c as u64);
             }
-            put_event(&mut ex.bytes, e);
+            put_event(&mut b, e);
+            ex.push_bytes(&b);
         } else {
-            ex.bytes.push(0);
+            ex.push_bytes(&[0]);
         }
         r.own = own;
         r.last = Some(e);
-        r.w.n += 1;
-        put_event(&mut r.w.bytes, e);
+        let mut b = Varints::default();
+        b.event(e);
+        r.w.push(&b);
         r.w.n
     }
 
@@ -216,12 +258,10 @@ impl AggLocs {
         }
         if let Some(lw) = r.last {
             if lw.thread != t {
-                let p = r.wr_of(t);
-                p.n += 1;
                 let mut b = Varints::default();
                 b.event(lw);
                 b.event(e);
-                b.append_to(&mut p.bytes);
+                r.wr_of(t).push(&b);
             }
         }
         r.w.n
@@ -302,32 +342,33 @@ impl Out<'_> {
 /// threads unknown when it was recorded had read nothing.
 fn put_ex(o: &mut Out, ex: &EncList, nthreads: u32) {
     o.varint(ex.n);
-    let b = &ex.bytes[..];
-    let mut i = 0;
-    while i < b.len() {
-        let out = &mut o.buf;
-        let tag = b[i];
-        out.push(tag);
-        i += 1;
-        if tag != 0 {
-            let (len, k) = get_varint(&b[i..]);
-            i += k;
-            put_varint(out, len.max(nthreads as u64));
-            let start = i;
-            for _ in 0..len {
+    for b in &ex.chunks {
+        let mut i = 0;
+        while i < b.len() {
+            let out = &mut o.buf;
+            let tag = b[i];
+            out.push(tag);
+            i += 1;
+            if tag != 0 {
+                let (len, k) = get_varint(&b[i..]);
+                i += k;
+                put_varint(out, len.max(nthreads as u64));
+                let start = i;
+                for _ in 0..len {
+                    i += varint_len(&b[i..]);
+                }
+                out.extend_from_slice(&b[start..i]);
+                out.resize(
+                    out.len() + (nthreads as u64).saturating_sub(len) as usize,
+                    0,
+                );
+                let start = i;
                 i += varint_len(&b[i..]);
+                i += varint_len(&b[i..]);
+                out.extend_from_slice(&b[start..i]);
             }
-            out.extend_from_slice(&b[start..i]);
-            out.resize(
-                out.len() + (nthreads as u64).saturating_sub(len) as usize,
-                0,
-            );
-            let start = i;
-            i += varint_len(&b[i..]);
-            i += varint_len(&b[i..]);
-            out.extend_from_slice(&b[start..i]);
+            o.check();
         }
-        o.check();
     }
 }
 
@@ -377,14 +418,16 @@ pub fn encode_log_to<'a>(
     for (x, r) in locs.iter().filter(|p| !p.1.w.is_empty()) {
         o.varint(*x);
         o.varint(r.w.n);
-        o.bytes(&r.w.bytes);
+        for c in &r.w.chunks {
+            o.bytes(c);
+        }
     }
     o.varint(locs.iter().filter(|p| !p.1.wr.is_empty()).count() as u64);
     for (x, r) in locs.iter().filter(|p| !p.1.wr.is_empty()) {
         o.varint(*x);
         o.varint(r.wr.iter().map(|p| p.1.n).sum());
-        for (_, p) in &r.wr {
-            o.bytes(&p.bytes);
+        for c in r.wr.iter().flat_map(|p| &p.1.chunks) {
+            o.bytes(c);
         }
     }
     let ex: Vec<_> = ex.iter().filter(|p| !p.1.is_empty()).collect();
