@@ -174,7 +174,7 @@ pub unsafe extern "C" fn reprise_join_pre(
     ret: *mut *mut c_void,
     out: *mut c_int,
 ) -> c_int {
-    if state::mode() == state::M_DONE {
+    if state::mode() == state::M_DONE && ending_thread_done() {
         // SAFETY: forwarded unchanged.
         if let Some(r) = unsafe { join_after_end(t, ret) } {
             // SAFETY: the caller's out-slot.
@@ -262,6 +262,16 @@ pub fn park_after_end(th: &mut Thread) {
     // (`mine` stays set: a join that saw the thread parked waits for it to run on.)
     st.state.store(ST_RUNNING, Ordering::SeqCst);
     th.passthrough = true;
+}
+
+/// The current thread is the one that ended the recording, and it has sent the end: it runs
+/// the process's exit handlers, passing through the runtime. Another thread (or the ending one
+/// while it still sends the end, when a thread may hold a turn the end waits for) takes the
+/// usual path: its runtime entry stops it.
+fn ending_thread_done() -> bool {
+    let t = state::cur();
+    // SAFETY: the current thread's own slot, when it has one.
+    !t.is_null() && unsafe { (*t).passthrough } && END_SENT_NS.load(Ordering::SeqCst) != 0
 }
 
 /// A join made after the recorded end (the process is exiting: its exit handlers run, and a
