@@ -1,6 +1,6 @@
 /* kernel_random.c - random bytes from the kernel through glibc's arc4random family (2.36),
- * getentropy and getrandom, which libc fills with the getrandom system call: two threads
- * each draw with all of them; main prints what each drew, in thread order. Every run prints
+ * getentropy and getrandom, which libc fills with the getrandom system call, and that system
+ * call made with syscall() (as OpenSSL does): two threads each draw with all of them; main prints what each drew, in thread order. Every run prints
  * other numbers. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -8,9 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
-static uint32_t drawn[2][6];
+static uint32_t drawn[2][7];
 
 static void *draw(void *arg)
 {
@@ -23,6 +24,8 @@ static void *draw(void *arg)
     if (getrandom(&d[4], sizeof d[4], 0) != sizeof d[4])
         d[4] = 0;
     d[5] = arc4random();
+    if (syscall(SYS_getrandom, &d[6], sizeof d[6], 0) != sizeof d[6])
+        d[6] = 0;
     return NULL;
 }
 
@@ -34,7 +37,7 @@ int main(void)
     for (int i = 0; i < 2; i++) {
         pthread_join(t[i], NULL);
         printf("thread %d:", i);
-        for (int k = 0; k < 6; k++)
+        for (int k = 0; k < 7; k++)
             printf(" %u", drawn[i][k]);
         printf("\n");
     }

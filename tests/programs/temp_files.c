@@ -1,6 +1,7 @@
 /* temp_files.c - two threads each create a scratch file with mkstemp in the directory argv[1]
- * (default "."), write 400 KB into it, read it back, close and unlink it; main prints what
- * each read back. Natively nothing is left in the directory. */
+ * (default "."), write 400 KB into it, read it back, close and unlink it; meanwhile main
+ * creates a scratch directory there with mkdtemp, writes a file into it and removes both; main
+ * prints what each thread read back. Natively nothing is left in the directory. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,16 @@ int main(int argc, char **argv)
     pthread_t t[2];
     for (long i = 0; i < 2; i++)
         pthread_create(&t[i], NULL, scratch, (void *)i);
+    char d[4096], f[4200];
+    snprintf(d, sizeof d, "%s/dirXXXXXX", dir);
+    if (!mkdtemp(d))
+        return 1;
+    snprintf(f, sizeof f, "%s/note", d);
+    FILE *fp = fopen(f, "w");
+    if (!fp || fputs(d, fp) < 0 || fclose(fp) != 0)
+        return 1;
+    unlink(f);
+    rmdir(d);
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
     printf("read back %ld and %ld\n", sums[0], sums[1]);

@@ -451,3 +451,41 @@ fn program_sees_its_arguments_and_environment() {
         replay_verified(&w, &r, How::Plain);
     }
 }
+
+/// A directory listed with `opendir`/`readdir`/`rewinddir` (gcc build, and a plain build in
+/// sync mode): the entries are recorded, so a replay after the directory changed, and after it
+/// was removed, lists what the recording listed and verifies. Before, the replay read the
+/// directory as it is now and diverged without naming it.
+#[test]
+fn directory_listings_replay_after_the_directory_changed() {
+    let p = program("list_dir");
+    let w = Work::new();
+    let built = Command::new("gcc")
+        .current_dir(w.dir.path())
+        .args(["-O2", "-pthread", "-o", "plain"])
+        .arg(&p.source)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    for bin in [w.build(&p, "gcc"), "plain".to_string()] {
+        let dir = w.path(&format!("listed-{bin}"));
+        std::fs::create_dir(&dir).unwrap();
+        for f in ["alpha", "beta", "gamma"] {
+            std::fs::write(dir.join(f), f).unwrap();
+        }
+        let args = [dir.display().to_string()];
+        let r = record(&w, &bin, &args, &format!("list-{bin}.trace"), &[]);
+        assert_eq!(
+            String::from_utf8_lossy(&r.stdout),
+            "thread 0: 3 entries: alpha beta gamma\nthread 1: 3 entries: alpha beta gamma\n",
+            "{bin}"
+        );
+        replay_verified(&w, &r, How::Plain);
+        std::fs::remove_file(dir.join("beta")).unwrap();
+        std::fs::write(dir.join("delta"), "delta").unwrap();
+        replay_verified(&w, &r, How::Plain);
+        replay_verified(&w, &r, How::Jitter(2));
+        std::fs::remove_dir_all(&dir).unwrap();
+        replay_verified(&w, &r, How::Plain);
+    }
+}

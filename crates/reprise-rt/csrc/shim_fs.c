@@ -186,6 +186,27 @@ MKSTEMP(mkstemps, (char *t, int suffix), (t, suffix))
 MKSTEMP(mkstemps64, (char *t, int suffix), (t, suffix))
 MKSTEMP(mkostemps, (char *t, int suffix, int flags), (t, suffix, flags))
 MKSTEMP(mkostemps64, (char *t, int suffix, int flags), (t, suffix, flags))
+/* mkdtemp creates a directory under a name libc draws at random, with its own mkdir. Recorded:
+ * the result and the name written into the template; replay creates nothing and gives the
+ * recorded name (what the program then does in the directory is revocable or recorded, as
+ * anywhere). */
+char *mkdtemp(char *t)
+{
+    REAL(char *, mkdtemp, (char *));
+    if (!reprise_active()) return real_mkdtemp(t);
+    reprise_safe_point();
+    size_t len = strlen(t);
+    long r = -1;
+    int e = 0;
+    if (!reprise_io_replaying()) {
+        r = real_mkdtemp(t) ? 0 : -1;
+        e = errno;
+    }
+    if (reprise_shim_io_result(r, e) < 0) return NULL;
+    reprise_io_data(t, len);
+    return t;
+}
+#pragma weak mkdtemp
 #pragma weak mkstemp
 #pragma weak mkstemp64
 #pragma weak mkostemp

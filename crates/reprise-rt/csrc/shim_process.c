@@ -173,6 +173,19 @@ long syscall(long n, ...)
         if (blocked) reprise_futex_block_end();
         return reprise_shim_io_result(r, e);
     }
+    /* Random bytes drawn with the raw system call (OpenSSL and other libraries do, past
+     * glibc's getrandom): recorded data, as getrandom's. */
+    if (n == SYS_getrandom && reprise_active()) {
+        long r = -1;
+        int e = 0;
+        if (!reprise_io_replaying()) {
+            r = real_syscall(n, a1, a2, a3, a4, a5, a6);
+            e = errno;
+        }
+        r = reprise_shim_io_result(r, e);
+        if (r > 0) reprise_io_data((void *)a1, (size_t)r);
+        return r;
+    }
     long r = real_syscall(n, a1, a2, a3, a4, a5, a6);
     if (blocked) {
         int e = errno;

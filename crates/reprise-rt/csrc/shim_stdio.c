@@ -209,6 +209,35 @@ VSCANF(reprise_vfscanf_gnu, "vfscanf", (FILE *f, const char *fmt, va_list ap), f
 VSCANF(reprise_vscanf_c99, "__isoc99_vscanf", (const char *fmt, va_list ap), stdin, SCAN_C99)
 VSCANF(reprise_vfscanf_c99, "__isoc99_vfscanf", (FILE *f, const char *fmt, va_list ap), f, SCAN_C99)
 
+/* ---- directories: listed through captured calls ------------------------------------------
+ * opendir, readdir and the rest read the directory with libc's own getdents64, which no
+ * interposer sees: captured like stdio input (capture.rs), so the entries read are recorded
+ * data and replay lists what the recording listed, whatever the directory holds now (or
+ * without it). opendir, fdopendir and closedir take the descriptor-allocation turn; a read of
+ * a stream takes the stream's. */
+#include <dirent.h>
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+INPUT(DIR *, opendir, (const char *p), (p), &reprise_shim_fd_alloc_obj)
+INPUT(DIR *, fdopendir, (int fd), (fd), &reprise_shim_fd_alloc_obj)
+INPUT(int, closedir, (DIR *d), (d), &reprise_shim_fd_alloc_obj)
+INPUT(struct dirent *, readdir, (DIR *d), (d), d)
+INPUT(struct dirent64 *, readdir64, (DIR *d), (d), d)
+INPUT(int, readdir_r, (DIR *d, struct dirent *e, struct dirent **r), (d, e, r), d)
+INPUT(int, readdir64_r, (DIR *d, struct dirent64 *e, struct dirent64 **r), (d, e, r), d)
+INPUT_VOID(rewinddir, (DIR *d), (d), d)
+INPUT_VOID(seekdir, (DIR *d, long at), (d, at), d)
+#pragma GCC diagnostic pop
+#pragma weak opendir
+#pragma weak fdopendir
+#pragma weak closedir
+#pragma weak readdir
+#pragma weak readdir64
+#pragma weak readdir_r
+#pragma weak readdir64_r
+#pragma weak rewinddir
+#pragma weak seekdir
+
 /* ---- libc random state: one ordered object ------------------------------------------------ */
 
 static char rng_state_obj;

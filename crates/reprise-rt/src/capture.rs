@@ -1,4 +1,4 @@
-//! System calls made inside stdio, recorded and replayed.
+//! System calls made inside stdio and the directory calls, recorded and replayed.
 //!
 //! glibc's stdio reads and opens files with its own internal system calls, which no symbol
 //! interposition sees: `scanf`, `fgets`, `getchar`, `fread` on `stdin` or on a `fopen`ed file
@@ -8,6 +8,7 @@
 //! the way the runtime's own interposers would:
 //! * reads (`read`, `pread64`, `readv`, `preadv`): the data is recorded and given back in
 //!   replay without reading (or, with `--hash-reads`, re-executed and checked, as for `read`);
+//!   a directory's entries (`getdents64`, inside `readdir`) likewise, always recorded;
 //! * what stdio asks about the descriptor (`fstat`/`newfstatat`/`statx`, `ioctl(TCGETS)`,
 //!   `fcntl(F_GETFL/F_GETFD)`, `lseek`): recorded results and data, so a stream behaves in
 //!   replay as it did while recording whatever the descriptor is now (a file, a pipe, a tty or
@@ -263,6 +264,14 @@ fn captured(t: &mut Thread, nr: i64, a: &[u64; 6]) -> Option<i64> {
                 } else {
                     data(t, a[1], r as usize);
                 }
+            }
+            r
+        }
+        libc::SYS_getdents64 => {
+            // A directory's entries (readdir): recorded data.
+            let r = outcome(t, || native(nr, a));
+            if r > 0 {
+                data(t, a[1], r as usize);
             }
             r
         }
