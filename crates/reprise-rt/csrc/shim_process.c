@@ -107,15 +107,39 @@ pid_t getpid(void)
  * the default and unblocks it: the replay died of it). Any other goes to the process itself
  * (a thread in sigwait, a default action). */
 extern int reprise_signal_wrapped(int sig);
+/* kill, tgkill and sigqueue: a signal to the pid the program was given goes to the process
+ * itself, as above, or is not sent. A thread id the program was given (the recording's, from
+ * gettid) names in replay the thread that was given it. Before, the recorded ids went to the
+ * kernel: ESRCH, or another process's thread. */
+extern void reprise_note_given_tid(unsigned given);
+extern unsigned reprise_real_tid(unsigned given);
+static int to_self(pid_t *pid, int sig)
+{
+    pid_t given = __atomic_load_n(&given_pid, __ATOMIC_RELAXED);
+    if (!(given > 0 && *pid == given && reprise_io_replaying())) return 0;
+    if (reprise_signal_wrapped(sig)) return 1;
+    *pid = (pid_t)raw_syscall3(SYS_getpid, 0, 0, 0);
+    return 0;
+}
 int kill(pid_t pid, int sig)
 {
     REAL(int, kill, (pid_t, int));
-    pid_t given = __atomic_load_n(&given_pid, __ATOMIC_RELAXED);
-    if (given > 0 && pid == given && reprise_io_replaying()) {
-        if (reprise_signal_wrapped(sig)) return 0;
-        pid = (pid_t)raw_syscall3(SYS_getpid, 0, 0, 0);
-    }
+    if (to_self(&pid, sig)) return 0;
     return real_kill(pid, sig);
+}
+int tgkill(pid_t pid, pid_t tid, int sig)
+{
+    REAL(int, tgkill, (pid_t, pid_t, int));
+    pid_t own = pid;
+    if (to_self(&pid, sig)) return 0;
+    if (own != pid) tid = (pid_t)reprise_real_tid((unsigned)tid);
+    return real_tgkill(pid, tid, sig);
+}
+int sigqueue(pid_t pid, int sig, const union sigval v)
+{
+    REAL(int, sigqueue, (pid_t, int, const union sigval));
+    if (to_self(&pid, sig)) return 0;
+    return real_sigqueue(pid, sig, v);
 }
 pid_t getppid(void)
 {
@@ -123,10 +147,17 @@ pid_t getppid(void)
     pid_t v = real_getppid();
     return reprise_active() ? (pid_t)reprise_input((uint64_t)v) : v;
 }
+/* The thread id, recorded; in replay the id given is noted for tgkill (below). */
+static pid_t given_tid(pid_t v)
+{
+    if (!reprise_active()) return v;
+    v = (pid_t)reprise_input((uint64_t)v);
+    if (reprise_io_replaying()) reprise_note_given_tid((unsigned)v);
+    return v;
+}
 pid_t gettid(void)
 {
-    pid_t v = (pid_t)raw_syscall3(SYS_gettid, 0, 0, 0);
-    return reprise_active() ? (pid_t)reprise_input((uint64_t)v) : v;
+    return given_tid((pid_t)raw_syscall3(SYS_gettid, 0, 0, 0));
 }
 int sched_getcpu(void)
 {
@@ -192,7 +223,7 @@ long syscall(long n, ...)
         reprise_futex_block_end();
         errno = e;
     }
-    if (n == SYS_gettid && reprise_active()) r = (long)reprise_input((uint64_t)r);
+    if (n == SYS_gettid) r = (long)given_tid((pid_t)r);
     return r;
 }
 
@@ -359,6 +390,8 @@ EXITING(_Exit)
 #pragma weak gettid
 #pragma weak gettimeofday
 #pragma weak kill
+#pragma weak tgkill
+#pragma weak sigqueue
 #pragma weak popen
 #pragma weak timespec_get
 #pragma weak getrusage

@@ -97,6 +97,32 @@ pub extern "C" fn reprise_input(live: u64) -> u64 {
     access::result(t, if replaying() { None } else { Some(live) })
 }
 
+/// Replay: the program was given thread id `given` (the recording's) for the calling thread.
+#[no_mangle]
+pub extern "C" fn reprise_note_given_tid(given: u32) {
+    let t = state::cur();
+    if !t.is_null() {
+        // SAFETY: `cur` is this thread's slot (or null, handled above).
+        unsafe { &*t }
+            .sh()
+            .given_tid
+            .store(given, Ordering::Relaxed);
+    }
+}
+
+/// Replay: the kernel thread id of the thread the program knows as `given` (the recording's
+/// id, from `gettid`), or `given` itself when no thread was given it.
+#[no_mangle]
+pub extern "C" fn reprise_real_tid(given: u32) -> u32 {
+    let n = state::NEXT_TID
+        .load(Ordering::SeqCst)
+        .min(crate::layout::MAX_THREADS as u32);
+    (0..n)
+        .map(state::shared)
+        .find(|s| given != 0 && s.given_tid.load(Ordering::Relaxed) == given)
+        .map_or(given, |s| s.mb.ktid.load(Ordering::Acquire))
+}
+
 /// A sleep (`nanosleep`, `clock_nanosleep`, `usleep`, `sleep`: the C interposer makes the real
 /// call, a cancellation point), before the real call: a safe point. Record sleeps for real and
 /// records the outcome in [`reprise_sleep_post`]; replay does not sleep (no real time in

@@ -154,6 +154,9 @@ pub struct Shared {
     pub next_result: AtomicUsize,
     /// The thread's pthread_t (for joins under a model strategy), stored by its creator.
     pub pthread: AtomicU64,
+    /// Replay: the thread id `gettid` gave the program (the recording's; 0 until it asks), so
+    /// that a signal the program sends to that id reaches this thread (`reprise_real_tid`).
+    pub given_tid: AtomicU32,
 }
 
 // The fast path's fields share one cache line (the slot, and the idle thread, are 64-aligned).
