@@ -1,6 +1,7 @@
 /* list_dir.c - two threads each list the directory argv[1] (default ".") with
  * opendir/readdir, one of them twice (rewinddir between); main prints, per thread, how many
- * entries it saw and their names in sorted order. The output depends on what the directory
+ * entries it saw and their names in sorted order, then lists the directory with scandir (a
+ * filter of its own, alphasort) and prints that. The output depends on what the directory
  * holds when the program runs. */
 #include <dirent.h>
 #include <pthread.h>
@@ -42,6 +43,11 @@ static void *list(void *arg)
     return NULL;
 }
 
+static int visible(const struct dirent *e)
+{
+    return e->d_name[0] != '.';
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -56,5 +62,15 @@ int main(int argc, char **argv)
             printf(" %s", seen[i].names[k]);
         printf("\n");
     }
+    struct dirent **l;
+    int n = scandir(dir, &l, visible, alphasort);
+    printf("scandir: %d entries:", n);
+    for (int k = 0; k < n; k++) {
+        printf(" %s", l[k]->d_name);
+        free(l[k]);
+    }
+    printf("\n");
+    if (n >= 0)
+        free(l);
     return 0;
 }

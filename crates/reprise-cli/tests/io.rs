@@ -452,8 +452,8 @@ fn program_sees_its_arguments_and_environment() {
     }
 }
 
-/// A directory listed with `opendir`/`readdir`/`rewinddir` (gcc build, and a plain build in
-/// sync mode): the entries are recorded, so a replay after the directory changed, and after it
+/// A directory listed with `opendir`/`readdir`/`rewinddir` and `scandir` (gcc build, and a
+/// plain build in sync mode): the entries are recorded, so a replay after the directory changed, and after it
 /// was removed, lists what the recording listed and verifies. Before, the replay read the
 /// directory as it is now and diverged without naming it.
 #[test]
@@ -477,7 +477,8 @@ fn directory_listings_replay_after_the_directory_changed() {
         let r = record(&w, &bin, &args, &format!("list-{bin}.trace"), &[]);
         assert_eq!(
             String::from_utf8_lossy(&r.stdout),
-            "thread 0: 3 entries: alpha beta gamma\nthread 1: 3 entries: alpha beta gamma\n",
+            "thread 0: 3 entries: alpha beta gamma\nthread 1: 3 entries: alpha beta gamma\n\
+             scandir: 3 entries: alpha beta gamma\n",
             "{bin}"
         );
         replay_verified(&w, &r, How::Plain);

@@ -227,6 +227,14 @@ INPUT(int, readdir_r, (DIR *d, struct dirent *e, struct dirent **r), (d, e, r), 
 INPUT(int, readdir64_r, (DIR *d, struct dirent64 *e, struct dirent64 **r), (d, e, r), d)
 INPUT_VOID(rewinddir, (DIR *d), (d), d)
 INPUT_VOID(seekdir, (DIR *d, long at), (d, at), d)
+/* scandir lists with libc's own opendir and readdir; its filter and comparison run the
+ * program's code inside the captured call (their own system calls captured too). */
+typedef int (*scan_filter)(const struct dirent *);
+typedef int (*scan_cmp)(const struct dirent **, const struct dirent **);
+typedef int (*scan_filter64)(const struct dirent64 *);
+typedef int (*scan_cmp64)(const struct dirent64 **, const struct dirent64 **);
+INPUT(int, scandir, (const char *p, struct dirent ***l, scan_filter f, scan_cmp c), (p, l, f, c), &reprise_shim_fd_alloc_obj)
+INPUT(int, scandir64, (const char *p, struct dirent64 ***l, scan_filter64 f, scan_cmp64 c), (p, l, f, c), &reprise_shim_fd_alloc_obj)
 #pragma GCC diagnostic pop
 #pragma weak opendir
 #pragma weak fdopendir
@@ -237,6 +245,8 @@ INPUT_VOID(seekdir, (DIR *d, long at), (d, at), d)
 #pragma weak readdir64_r
 #pragma weak rewinddir
 #pragma weak seekdir
+#pragma weak scandir
+#pragma weak scandir64
 
 /* ---- libc random state: one ordered object ------------------------------------------------ */
 
