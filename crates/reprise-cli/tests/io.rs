@@ -452,8 +452,8 @@ fn program_sees_its_arguments_and_environment() {
     }
 }
 
-/// A directory listed with `opendir`/`readdir`/`rewinddir` and `scandir` (gcc build, and a
-/// plain build in sync mode): the entries are recorded, so a replay after the directory changed, and after it
+/// A directory listed with `opendir`/`readdir`/`rewinddir` and `scandir`, and a tree walked
+/// with `nftw` and `glob` (gcc build, and a plain build in sync mode): the entries are recorded, so a replay after the directory changed, and after it
 /// was removed, lists what the recording listed and verifies. Before, the replay read the
 /// directory as it is now and diverged without naming it.
 #[test]
@@ -487,6 +487,37 @@ fn directory_listings_replay_after_the_directory_changed() {
         replay_verified(&w, &r, How::Plain);
         replay_verified(&w, &r, How::Jitter(2));
         std::fs::remove_dir_all(&dir).unwrap();
+        replay_verified(&w, &r, How::Plain);
+    }
+    // A tree walked with nftw (the callback, program code, waits on a reader thread that
+    // opens each file) and globbed.
+    let p = program("walk_tree");
+    let built = Command::new("gcc")
+        .current_dir(w.dir.path())
+        .args(["-O2", "-pthread", "-o", "walk-plain"])
+        .arg(&p.source)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    for bin in [w.build(&p, "gcc"), "walk-plain".to_string()] {
+        let tree = w.path(&format!("tree-{bin}"));
+        std::fs::create_dir_all(tree.join("sub/deeper")).unwrap();
+        for i in 0..5 {
+            std::fs::write(tree.join(format!("f{i}")), format!("file {i}\n")).unwrap();
+            std::fs::write(tree.join(format!("sub/deeper/d{i}")), "deep\n").unwrap();
+        }
+        let args = [tree.display().to_string()];
+        let r = record(&w, &bin, &args, &format!("walk-{bin}.trace"), &[]);
+        assert_eq!(
+            String::from_utf8_lossy(&r.stdout),
+            "walk 0: 10 files, total 4720; glob 6\n",
+            "{bin}"
+        );
+        std::fs::remove_file(tree.join("f0")).unwrap();
+        std::fs::write(tree.join("sub/new"), "new").unwrap();
+        replay_verified(&w, &r, How::Plain);
+        replay_verified(&w, &r, How::Jitter(2));
+        std::fs::remove_dir_all(&tree).unwrap();
         replay_verified(&w, &r, How::Plain);
     }
 }

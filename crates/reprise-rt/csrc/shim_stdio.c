@@ -216,6 +216,8 @@ VSCANF(reprise_vfscanf_c99, "__isoc99_vfscanf", (FILE *f, const char *fmt, va_li
  * without it). opendir, fdopendir and closedir take the descriptor-allocation turn; a read of
  * a stream takes the stream's. */
 #include <dirent.h>
+#include <ftw.h>
+#include <glob.h>
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 INPUT(DIR *, opendir, (const char *p), (p), &reprise_shim_fd_alloc_obj)
@@ -235,6 +237,52 @@ typedef int (*scan_filter64)(const struct dirent64 *);
 typedef int (*scan_cmp64)(const struct dirent64 **, const struct dirent64 **);
 INPUT(int, scandir, (const char *p, struct dirent ***l, scan_filter f, scan_cmp c), (p, l, f, c), &reprise_shim_fd_alloc_obj)
 INPUT(int, scandir64, (const char *p, struct dirent64 ***l, scan_filter64 f, scan_cmp64 c), (p, l, f, c), &reprise_shim_fd_alloc_obj)
+/* nftw and ftw walk a tree with libc's own opendir, readdir and fstatat, captured like the
+ * calls above; the program's callback runs between them as program code: outside the capture
+ * (its own calls interposed as anywhere else) and holding no turn. The callback of the walk in
+ * progress is the thread's (`walk_fn`), saved and restored around a walk, so a walk inside a
+ * callback works too. */
+typedef int (*nftw_fn)(const char *, const struct stat *, int, struct FTW *);
+typedef int (*ftw_fn)(const char *, const struct stat *, int);
+/* (struct stat64 is struct stat on x86-64.) */
+typedef int (*nftw64_fn)(const char *, const struct stat64 *, int, struct FTW *);
+typedef int (*ftw64_fn)(const char *, const struct stat64 *, int);
+static __thread void *walk_fn;
+static __thread int walk_began;
+static int walk_step(const char *p, const struct stat *st, int type, struct FTW *f)
+{
+    reprise_capture_end(walk_began);
+    int r = f ? ((nftw_fn)walk_fn)(p, st, type, f) : ((ftw_fn)walk_fn)(p, st, type);
+    walk_began = reprise_capture_begin(&reprise_shim_fd_alloc_obj);
+    return r;
+}
+static int ftw_step(const char *p, const struct stat *st, int type)
+{
+    return walk_step(p, st, type, NULL);
+}
+#define WALK(name, fn_t, params, args)                                                      \
+    int name params                                                                         \
+    {                                                                                       \
+        REAL(int, name, params);                                                            \
+        void *saved = walk_fn;                                                              \
+        int saved_began = walk_began;                                                       \
+        walk_fn = (void *)f;                                                                \
+        walk_began = reprise_capture_begin(&reprise_shim_fd_alloc_obj);                    \
+        int r_ = real_##name args;                                                          \
+        reprise_capture_end(walk_began);                                                    \
+        walk_fn = saved;                                                                    \
+        walk_began = saved_began;                                                           \
+        call_done();                                                                        \
+        return r_;                                                                          \
+    }
+WALK(nftw, nftw_fn, (const char *p, nftw_fn f, int n, int fl), (p, walk_step, n, fl))
+WALK(nftw64, nftw64_fn, (const char *p, nftw64_fn f, int n, int fl), (p, (nftw64_fn)walk_step, n, fl))
+WALK(ftw, ftw_fn, (const char *p, ftw_fn f, int n), (p, ftw_step, n))
+WALK(ftw64, ftw64_fn, (const char *p, ftw64_fn f, int n), (p, (ftw64_fn)ftw_step, n))
+/* glob reads directories the same way; its error callback (rarely given) runs inside. */
+typedef int (*glob_err)(const char *, int);
+INPUT(int, glob, (const char *p, int fl, glob_err e, glob_t *g), (p, fl, e, g), &reprise_shim_fd_alloc_obj)
+INPUT(int, glob64, (const char *p, int fl, glob_err e, glob64_t *g), (p, fl, e, g), &reprise_shim_fd_alloc_obj)
 #pragma GCC diagnostic pop
 #pragma weak opendir
 #pragma weak fdopendir
@@ -247,6 +295,12 @@ INPUT(int, scandir64, (const char *p, struct dirent64 ***l, scan_filter64 f, sca
 #pragma weak seekdir
 #pragma weak scandir
 #pragma weak scandir64
+#pragma weak nftw
+#pragma weak nftw64
+#pragma weak ftw
+#pragma weak ftw64
+#pragma weak glob
+#pragma weak glob64
 
 /* ---- libc random state: one ordered object ------------------------------------------------ */
 
