@@ -157,13 +157,8 @@ fn cxx_iostream_input_replays_without_it() {
         .collect();
     std::fs::write(w.path("in.txt"), &text).unwrap();
     let native = w.build_plain(&p);
-    let want = Command::new(w.path(&native))
-        .arg("in.txt")
-        .current_dir(w.dir.path())
-        .stdin(std::fs::File::open(w.path("in.txt")).unwrap())
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&want.stdout).starts_with("stdin lines 30000 "));
+    let want = native_stdout(&w, &native, "in.txt", "in.txt");
+    assert!(String::from_utf8_lossy(&want).starts_with("stdin lines 30000 "));
     for compiler in ["gcc", "clang"] {
         let bin = w.build(&p, compiler);
         for i in 0..2 {
@@ -172,13 +167,25 @@ fn cxx_iostream_input_replays_without_it() {
             let r = record_from_file(&w, &bin, "in.txt", &trace, "in.txt");
             assert_eq!(
                 String::from_utf8_lossy(&r.stdout),
-                String::from_utf8_lossy(&want.stdout)
+                String::from_utf8_lossy(&want)
             );
             std::fs::remove_file(w.path("in.txt")).unwrap();
             replay_verified(&w, &r, How::Plain);
             replay_verified(&w, &r, How::Jitter(3));
         }
     }
+}
+
+/// What the plain build `bin` prints run natively as `./bin ARG` with stdin from the file
+/// `input` (in `w`): what its recordings must print.
+fn native_stdout(w: &Work, bin: &str, arg: &str, input: &str) -> Vec<u8> {
+    let o = Command::new(w.path(bin))
+        .arg(arg)
+        .current_dir(w.dir.path())
+        .stdin(std::fs::File::open(w.path(input)).unwrap())
+        .output()
+        .unwrap();
+    o.stdout
 }
 
 /// Record `./bin ARG` with stdin from the file `input` (in `w`): the program must exit 0 and
@@ -240,19 +247,14 @@ fn mapped_input_replays_and_a_changed_mapped_file_is_named() {
     std::fs::write(w.path("stdin.txt"), &text).unwrap();
     std::fs::write(w.path("data.txt"), text.replace('1', "one")).unwrap();
     let plain = w.build_plain(&p);
-    let want = Command::new(w.path(&plain))
-        .arg("data.txt")
-        .current_dir(w.dir.path())
-        .stdin(std::fs::File::open(w.path("stdin.txt")).unwrap())
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&want.stdout).starts_with("stdin "));
+    let want = native_stdout(&w, &plain, "data.txt", "stdin.txt");
+    assert!(String::from_utf8_lossy(&want).starts_with("stdin "));
     for bin in [w.build(&p, "gcc"), plain] {
         let trace = format!("mapped-{bin}.trace");
         let r = record_from_file(&w, &bin, "data.txt", &trace, "stdin.txt");
         assert_eq!(
             String::from_utf8_lossy(&r.stdout),
-            String::from_utf8_lossy(&want.stdout)
+            String::from_utf8_lossy(&want)
         );
         replay_verified(&w, &r, How::Plain);
         replay_verified(&w, &r, How::Jitter(2));
