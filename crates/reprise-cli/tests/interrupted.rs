@@ -182,14 +182,7 @@ fn futex_deadlock(compiler: &str) {
     let w = Work::new();
     let mut bins = vec![w.build(&p, compiler)];
     if compiler == "gcc" {
-        let o = std::process::Command::new("gcc")
-            .current_dir(w.dir.path())
-            .args(["-O2", "-pthread", "-g", "-o", "plain"])
-            .arg(&p.source)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        bins.push("plain".into());
+        bins.push(w.build_plain(&p));
     }
     for bin in &bins {
         for i in 0..3 {

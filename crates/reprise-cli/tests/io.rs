@@ -4,6 +4,7 @@
 //! it, and a program sees its arguments and environment while recorded as natively.
 
 mod common;
+use common::kept::{record_stdin, Input};
 use common::*;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -124,14 +125,8 @@ fn large_file_reads_replay_in_full_mode() {
     let w = Work::new();
     input_file(&w, 3 << 20);
     let bin = w.build(&p, "gcc");
-    let built = Command::new("gcc")
-        .current_dir(w.dir.path())
-        .args(["-O2", "-pthread", "-o", "block_reader-native"])
-        .arg(&p.source)
-        .status()
-        .unwrap();
-    assert!(built.success());
-    let want = Command::new(w.path("block_reader-native"))
+    let native = w.build_plain(&p);
+    let want = Command::new(w.path(&native))
         .current_dir(w.dir.path())
         .output()
         .unwrap();
@@ -161,47 +156,47 @@ fn cxx_iostream_input_replays_without_it() {
         .map(|i| format!("line {i} of {}\n", i * 7))
         .collect();
     std::fs::write(w.path("in.txt"), &text).unwrap();
-    let built = Command::new("g++")
-        .current_dir(w.dir.path())
-        .args(["-O2", "-pthread", "-o", "native"])
-        .arg(&p.source)
-        .status()
-        .unwrap();
-    assert!(built.success());
-    let want = Command::new(w.path("native"))
-        .arg("in.txt")
-        .current_dir(w.dir.path())
-        .stdin(std::fs::File::open(w.path("in.txt")).unwrap())
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&want.stdout).starts_with("stdin lines 30000 "));
+    let native = w.build_plain(&p);
+    let want = native_stdout(&w, &native, "in.txt", "in.txt");
+    assert!(String::from_utf8_lossy(&want).starts_with("stdin lines 30000 "));
     for compiler in ["gcc", "clang"] {
         let bin = w.build(&p, compiler);
         for i in 0..2 {
             std::fs::write(w.path("in.txt"), &text).unwrap();
-            let t = w.path(&format!("cin-{compiler}-{i}.trace"));
-            let mut c = w.record_cmd(&t, &[], &bin);
-            c.arg("in.txt")
-                .stdin(std::fs::File::open(w.path("in.txt")).unwrap())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            let o = c.output().unwrap();
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let trace = format!("cin-{compiler}-{i}.trace");
+            let r = record_from_file(&w, &bin, "in.txt", &trace, "in.txt");
             assert_eq!(
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&want.stdout)
+                String::from_utf8_lossy(&r.stdout),
+                String::from_utf8_lossy(&want)
             );
             std::fs::remove_file(w.path("in.txt")).unwrap();
-            let r = Recorded {
-                trace: t,
-                stdout: o.stdout,
-                stderr: vec![],
-                status: 0,
-            };
             replay_verified(&w, &r, How::Plain);
             replay_verified(&w, &r, How::Jitter(3));
         }
     }
+}
+
+/// What the plain build `bin` prints run natively as `./bin ARG` with stdin from the file
+/// `input` (in `w`): what its recordings must print.
+fn native_stdout(w: &Work, bin: &str, arg: &str, input: &str) -> Vec<u8> {
+    let o = Command::new(w.path(bin))
+        .arg(arg)
+        .current_dir(w.dir.path())
+        .stdin(std::fs::File::open(w.path(input)).unwrap())
+        .output()
+        .unwrap();
+    o.stdout
+}
+
+/// Record `./bin ARG` with stdin from the file `input` (in `w`): the program must exit 0 and
+/// write nothing to stderr (its replays are compared with that).
+fn record_from_file(w: &Work, bin: &str, arg: &str, trace: &str, input: &str) -> Recorded {
+    let input = w.path(input);
+    let (r, ours) = record_stdin(w, bin, &[arg.to_string()], trace, Input::File(&input));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status, 0, "{ours}{err}");
+    assert!(err.is_empty(), "{err}");
+    r
 }
 
 /// `std::random_device` (libstdc++'s reads the CPU's `rdrand`) and glibc's `arc4random`
@@ -211,25 +206,14 @@ fn cxx_iostream_input_replays_without_it() {
 /// Before, every replay diverged (the values were drawn again).
 #[test]
 fn random_values_are_replayed() {
-    random_values("random_device", "g++");
-    random_values("kernel_random", "gcc");
+    random_values("random_device");
+    random_values("kernel_random");
 }
 
-fn random_values(name: &str, plain_compiler: &str) {
+fn random_values(name: &str) {
     let p = program(name);
     let w = Work::new();
-    let built = Command::new(plain_compiler)
-        .current_dir(w.dir.path())
-        .args(["-O2", "-pthread", "-o", "plain"])
-        .arg(&p.source)
-        .status()
-        .unwrap();
-    assert!(built.success());
-    let bins = [
-        w.build(&p, "gcc"),
-        w.build(&p, "clang"),
-        "plain".to_string(),
-    ];
+    let bins = [w.build(&p, "gcc"), w.build(&p, "clang"), w.build_plain(&p)];
     for bin in &bins {
         let mut outs = std::collections::BTreeSet::new();
         for i in 0..3 {
@@ -262,39 +246,16 @@ fn mapped_input_replays_and_a_changed_mapped_file_is_named() {
         .collect();
     std::fs::write(w.path("stdin.txt"), &text).unwrap();
     std::fs::write(w.path("data.txt"), text.replace('1', "one")).unwrap();
-    let built = Command::new("gcc")
-        .current_dir(w.dir.path())
-        .args(["-O2", "-pthread", "-o", "plain"])
-        .arg(&p.source)
-        .status()
-        .unwrap();
-    assert!(built.success());
-    let want = Command::new(w.path("plain"))
-        .arg("data.txt")
-        .current_dir(w.dir.path())
-        .stdin(std::fs::File::open(w.path("stdin.txt")).unwrap())
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&want.stdout).starts_with("stdin "));
-    for bin in [w.build(&p, "gcc"), "plain".to_string()] {
-        let t = w.path(&format!("mapped-{bin}.trace"));
-        let mut c = w.record_cmd(&t, &[], &bin);
-        c.arg("data.txt")
-            .stdin(std::fs::File::open(w.path("stdin.txt")).unwrap())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let o = c.output().unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plain = w.build_plain(&p);
+    let want = native_stdout(&w, &plain, "data.txt", "stdin.txt");
+    assert!(String::from_utf8_lossy(&want).starts_with("stdin "));
+    for bin in [w.build(&p, "gcc"), plain] {
+        let trace = format!("mapped-{bin}.trace");
+        let r = record_from_file(&w, &bin, "data.txt", &trace, "stdin.txt");
         assert_eq!(
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&want.stdout)
+            String::from_utf8_lossy(&r.stdout),
+            String::from_utf8_lossy(&want)
         );
-        let r = Recorded {
-            trace: t,
-            stdout: o.stdout,
-            stderr: vec![],
-            status: 0,
-        };
         replay_verified(&w, &r, How::Plain);
         replay_verified(&w, &r, How::Jitter(2));
         let keep = std::fs::read(w.path("data.txt")).unwrap();
@@ -314,14 +275,8 @@ fn mapped_input_replays_and_a_changed_mapped_file_is_named() {
 fn popen_output_replays_without_running_the_command() {
     let p = program("popen_read");
     let w = Work::new();
-    let built = Command::new("gcc")
-        .current_dir(w.dir.path())
-        .args(["-O2", "-pthread", "-o", "plain"])
-        .arg(&p.source)
-        .status()
-        .unwrap();
-    assert!(built.success());
-    let want = Command::new(w.path("plain"))
+    let plain = w.build_plain(&p);
+    let want = Command::new(w.path(&plain))
         .arg("native.log")
         .current_dir(w.dir.path())
         .output()
@@ -331,7 +286,7 @@ fn popen_output_replays_without_running_the_command() {
         "1\n2\n3\ndone\nstatus 768\nSIGPIPE default\nsum 4999950000\n"
     );
     let mut recordings = 0;
-    for bin in [w.build(&p, "gcc"), "plain".to_string()] {
+    for bin in [w.build(&p, "gcc"), plain] {
         for i in 0..2 {
             let args = ["runs.log".to_string()];
             let r = record(&w, &bin, &args, &format!("popen-{bin}-{i}.trace"), &[]);
@@ -363,14 +318,7 @@ fn mkstemp_scratch_files_leave_nothing_in_replay() {
     let p = program("temp_files");
     let w = Work::new();
     std::fs::create_dir(w.path("scratch")).unwrap();
-    let built = Command::new("gcc")
-        .current_dir(w.dir.path())
-        .args(["-O2", "-pthread", "-o", "plain"])
-        .arg(&p.source)
-        .status()
-        .unwrap();
-    assert!(built.success());
-    for bin in [w.build(&p, "gcc"), "plain".to_string()] {
+    for bin in [w.build(&p, "gcc"), w.build_plain(&p)] {
         let args = ["scratch".to_string()];
         let r = record(&w, &bin, &args, &format!("temp-{bin}.trace"), &[]);
         assert_eq!(

@@ -18,26 +18,6 @@ const RECORDINGS: usize = 20;
 const RACE_MESSAGE: &str =
     "the program probably has a data race here: record it with `reprise cc` for exact replay";
 
-/// Build `p` with plain gcc/g++ (`-O2 -pthread -g`, no instrumentation, no runtime).
-fn build_plain(w: &Work, p: &Program) -> String {
-    let out = format!("{}-plain", p.name);
-    let mut c = Command::new(if p.cplusplus { "g++" } else { "gcc" });
-    c.current_dir(w.dir.path())
-        .args(["-O2", "-pthread", "-g", "-o", &out])
-        .arg(&p.source);
-    if p.cplusplus {
-        c.arg("-std=c++20");
-    }
-    let o = c.output().unwrap();
-    assert!(
-        o.status.success(),
-        "building {} failed:\n{}",
-        p.name,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out
-}
-
 fn info(w: &Work, trace: &std::path::Path) -> String {
     let mut c = w.cmd();
     c.arg("info").arg(trace);
@@ -51,7 +31,7 @@ fn info(w: &Work, trace: &std::path::Path) -> String {
 fn race_free(name: &str) {
     let p = program(name);
     let w = Work::new();
-    let bin = build_plain(&w, &p);
+    let bin = w.build_plain(&p);
     for i in 0..RECORDINGS {
         let trace = w.path(&format!("{name}-{i}.trace"));
         let mut c = w.record_cmd(&trace, &[], &bin);
@@ -110,7 +90,7 @@ race_free_tests!(
 fn racy(name: &str) {
     let p = program(name);
     let w = Work::new();
-    let bin = build_plain(&w, &p);
+    let bin = w.build_plain(&p);
     let (mut verified, mut diverged) = (0, 0);
     for i in 0..RECORDINGS {
         let r = record(&w, &bin, &p.args, &format!("{name}-{i}.trace"), &[]);
@@ -165,7 +145,7 @@ racy_tests!(
 fn counter_race_is_verified_or_named() {
     let p = program("counter_race");
     let w = Work::new();
-    let bin = build_plain(&w, &p);
+    let bin = w.build_plain(&p);
     let (mut verified, mut diverged, mut retried) = (0, 0, 0);
     for i in 0..RECORDINGS {
         let r = record(&w, &bin, &p.args, &format!("race-{i}.trace"), &[]);

@@ -3,7 +3,7 @@
 //! `WR_x` sorted by (reading thread, index) at the end, postcard), on random event sequences:
 //! the recorder's own encoder writes the same bytes postcard writes for the reference's log.
 
-use reprise_core::aggreplay::{AggrePlay, AggrePlayLog, ExEntry};
+use reprise_core::aggreplay::{AggrePlay, AggrePlayLog, AggrePlayRecorder, ExEntry};
 use reprise_core::{binlog, Event, EventId, Loc, LockId, Op, Recorder, Strategy, ThreadId};
 use std::collections::HashMap;
 
@@ -134,24 +134,36 @@ fn events(seed: u64, n: usize, threads: u32, locs: u64) -> Vec<(ThreadId, Op)> {
     out
 }
 
+/// Feed `evs` to a new reference and a new recorder, event by event; `after` sees the recorder
+/// and the operation after each.
+fn feed_both(
+    evs: &[(ThreadId, Op)],
+    mut after: impl FnMut(&AggrePlayRecorder, Op),
+) -> (Reference, AggrePlayRecorder) {
+    let mut reference = Reference::default();
+    let mut rec = AggrePlay.recorder();
+    for &(t, op) in evs {
+        reference.observe(t, op);
+        rec.observe(&Event {
+            thread: t,
+            op,
+            value: 0,
+        });
+        after(&rec, op);
+    }
+    (reference, rec)
+}
+
 #[test]
 fn recorder_log_equals_the_reference() {
     for seed in 0..400u64 {
         let threads = 1 + (seed % 6) as u32;
         let evs = events(seed, 20 + (seed as usize * 7) % 400, threads, 1 + seed % 9);
-        let mut reference = Reference::default();
-        let mut rec = AggrePlay.recorder();
         let mut versions = Vec::new();
-        for &(t, op) in &evs {
-            reference.observe(t, op);
-            rec.observe(&Event {
-                thread: t,
-                op,
-                value: 0,
-            });
+        let (reference, rec) = feed_both(&evs, |rec, op| {
             versions.push(rec.last_version());
             assert_eq!(rec.locs().version(&op), rec.last_version(), "seed {seed}");
-        }
+        });
         assert_eq!(versions, reference.versions, "seed {seed}");
         let want = binlog::encode(&reference.finish()).unwrap();
         assert_eq!(rec.encode(), want, "seed {seed}");
@@ -166,16 +178,7 @@ fn recorder_log_equals_the_reference() {
 fn a_long_log_in_pieces_equals_the_reference() {
     for locs in [2, 40] {
         let evs = events(99, 200_000, 4, locs);
-        let mut reference = Reference::default();
-        let mut rec = AggrePlay.recorder();
-        for &(t, op) in &evs {
-            reference.observe(t, op);
-            rec.observe(&Event {
-                thread: t,
-                op,
-                value: 0,
-            });
-        }
+        let (reference, rec) = feed_both(&evs, |_, _| {});
         let want = binlog::encode(&reference.finish()).unwrap();
         assert!(want.len() > 4 << 16, "{} bytes: several pieces", want.len());
         assert_eq!(rec.encode(), want, "{locs} locations");

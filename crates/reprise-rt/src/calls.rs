@@ -183,6 +183,12 @@ pub extern "C" fn reprise_fd_event(fd: c_int) -> c_int {
     reprise_ordered(core::ptr::addr_of!(FD_OBJS[i]).cast())
 }
 
+/// The command of futex operation `op`, without its private and clock flags (the kernel's
+/// `FUTEX_CMD_MASK`).
+fn futex_cmd(op: c_int) -> c_int {
+    op & !(libc::FUTEX_PRIVATE_FLAG | libc::FUTEX_CLOCK_REALTIME)
+}
+
 /// Whether the program's own `syscall(SYS_futex, _, op, ..)` is a recorded result (see
 /// `shim_process.c`): in full mode, for the plain wait and wake operations (and their bitset
 /// forms), while this thread records or replays. Their outcome is timing: a wait sleeps,
@@ -193,9 +199,8 @@ pub extern "C" fn reprise_fd_event(fd: c_int) -> c_int {
 /// atomics that order a futex are invisible, so its wait must really wait.
 #[no_mangle]
 pub extern "C" fn reprise_futex_recorded(op: c_int) -> c_int {
-    const CMD: c_int = !(libc::FUTEX_PRIVATE_FLAG | libc::FUTEX_CLOCK_REALTIME);
     let plain = matches!(
-        op & CMD,
+        futex_cmd(op),
         libc::FUTEX_WAIT | libc::FUTEX_WAKE | libc::FUTEX_WAIT_BITSET | libc::FUTEX_WAKE_BITSET
     );
     (plain && !crate::preload::sync() && reprise_active() != 0) as c_int
@@ -209,8 +214,7 @@ pub extern "C" fn reprise_futex_recorded(op: c_int) -> c_int {
 /// same runtime entry as the plain safe point: signal positions count entries).
 #[no_mangle]
 pub extern "C" fn reprise_futex_block_begin(op: c_int, addr: usize, timed: c_int) -> c_int {
-    const CMD: c_int = !(libc::FUTEX_PRIVATE_FLAG | libc::FUTEX_CLOCK_REALTIME);
-    if !matches!(op & CMD, libc::FUTEX_WAIT | libc::FUTEX_WAIT_BITSET) {
+    if !matches!(futex_cmd(op), libc::FUTEX_WAIT | libc::FUTEX_WAIT_BITSET) {
         reprise_safe_point();
         return 0;
     }

@@ -212,8 +212,9 @@ pub unsafe extern "C" fn reprise_join_pre(
     PRE_CALL
 }
 
-/// Set by the first join of a recorded thread made after the recorded end: from then on a
-/// thread stopped after the end runs on natively (see [`park_after_end`]).
+/// Set by the first join of a recorded thread made after the recorded end, or by a stopped
+/// thread once the exit is stuck ([`RELEASE_AFTER_NS`]): from then on a thread stopped after
+/// the end runs on natively (see [`park_after_end`]).
 static RELEASED: AtomicU32 = AtomicU32::new(0);
 /// Per thread id: parked by [`park_after_end`], so [`RELEASED`] wakes it.
 static RELEASABLE: [AtomicBool; MAX_THREADS] = [const { AtomicBool::new(false) }; MAX_THREADS];
@@ -292,12 +293,13 @@ unsafe fn join_after_end(t: pthread_t, ret: *mut *mut c_void) -> Option<c_int> {
     release_all();
     loop {
         let s = state::status(tid).state.load(Ordering::SeqCst);
-        let released = RELEASABLE[tid as usize].load(Ordering::SeqCst);
-        if s == ST_EXITED || (released && s != ST_AT_END) {
+        // It reached park_after_end, which release_all lets run on (not a stop elsewhere).
+        let parked = RELEASABLE[tid as usize].load(Ordering::SeqCst);
+        if s == ST_EXITED || (parked && s != ST_AT_END) {
             // Ended before the end, or running natively now: the real join returns.
             return None;
         }
-        if s == ST_AT_END && !released {
+        if s == ST_AT_END && !parked {
             if !ret.is_null() {
                 // SAFETY: the caller's out-slot.
                 unsafe { *ret = core::ptr::null_mut() };

@@ -48,8 +48,8 @@ pub(super) struct ChildExec<'a> {
 ///
 /// # Safety
 /// Only in the child just forked by [`super::run`], before anything else: it makes only
-/// async-signal-safe calls (dup2, chdir, setrlimit, personality, setpgid, prctl, getppid,
-/// execve, _exit) on `c`, whose pointers are valid NUL-terminated arrays.
+/// async-signal-safe calls (prctl, getppid, setpgid, signal, dup2, chdir, setrlimit, read,
+/// personality, execve, write, _exit) on `c`, whose pointers are valid NUL-terminated arrays.
 pub(super) unsafe fn exec_child(c: &ChildExec<'_>) -> ! {
     let ChildExec {
         parent,

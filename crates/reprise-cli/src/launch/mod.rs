@@ -503,9 +503,8 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     //   could not know the pid (`CHILD`) during the exec.
     // Command would also change what the program inherits: it resets the signal mask (the
     // child resets SIGPIPE, which the Rust launcher ignores, itself: `child::exec_child`).
-    // SAFETY: between fork and exec the child only makes async-signal-safe calls (dup2,
-    // chdir, setrlimit, personality, setpgid, prctl, getppid, execve, _exit) on data prepared
-    // before the fork.
+    // SAFETY: between fork and exec the child runs only `child::exec_child`, which makes only
+    // async-signal-safe calls (its Safety section lists them) on data prepared before the fork.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         bail!("fork failed: {}", std::io::Error::last_os_error());

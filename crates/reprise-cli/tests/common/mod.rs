@@ -135,19 +135,36 @@ impl Work {
         if compiler == "clang" {
             c.arg("--clang");
         }
-        c.args(["-O2", "-g", "-o", &out]).arg(&p.source);
-        if p.cplusplus {
-            c.arg("-std=c++20");
-        }
-        let o = c.output().unwrap();
-        assert!(
-            o.status.success(),
-            "building {} failed:\n{}",
-            p.name,
-            String::from_utf8_lossy(&o.stderr)
-        );
-        out
+        c.args(["-O2", "-g", "-o", &out]);
+        built(c, p, out)
     }
+    /// Build `p` here as a plain binary, without the runtime (`gcc`, or `g++ -std=c++20` for
+    /// C++; `-O2 -pthread -g`), as a native run or sync mode wants it; returns its name,
+    /// `{name}-plain`.
+    pub fn build_plain(&self, p: &Program) -> String {
+        let out = format!("{}-plain", p.name);
+        let mut c = Command::new(if p.cplusplus { "g++" } else { "gcc" });
+        c.current_dir(self.dir.path())
+            .args(["-O2", "-pthread", "-g", "-o", &out]);
+        built(c, p, out)
+    }
+}
+
+/// Run the compiler command `c` on `p`'s source (C++20 for C++), asserting it succeeds;
+/// returns `out`, the binary's name.
+fn built(mut c: Command, p: &Program, out: String) -> String {
+    c.arg(&p.source);
+    if p.cplusplus {
+        c.arg("-std=c++20");
+    }
+    let o = c.output().unwrap();
+    assert!(
+        o.status.success(),
+        "building {} failed:\n{}",
+        p.name,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
 }
 
 /// Run `cmd` with a hard time limit (a hang is a failure, never a silent pass).
