@@ -408,14 +408,7 @@ fn program_sees_its_arguments_and_environment() {
 fn directory_listings_replay_after_the_directory_changed() {
     let p = program("list_dir");
     let w = Work::new();
-    let built = Command::new("gcc")
-        .current_dir(w.dir.path())
-        .args(["-O2", "-pthread", "-o", "plain"])
-        .arg(&p.source)
-        .status()
-        .unwrap();
-    assert!(built.success());
-    for bin in [w.build(&p, "gcc"), "plain".to_string()] {
+    for bin in [w.build(&p, "gcc"), w.build_plain(&p)] {
         let dir = w.path(&format!("listed-{bin}"));
         std::fs::create_dir(&dir).unwrap();
         for f in ["alpha", "beta", "gamma"] {
@@ -440,14 +433,7 @@ fn directory_listings_replay_after_the_directory_changed() {
     // A tree walked with nftw (the callback, program code, waits on a reader thread that
     // opens each file) and globbed.
     let p = program("walk_tree");
-    let built = Command::new("gcc")
-        .current_dir(w.dir.path())
-        .args(["-O2", "-pthread", "-o", "walk-plain"])
-        .arg(&p.source)
-        .status()
-        .unwrap();
-    assert!(built.success());
-    for bin in [w.build(&p, "gcc"), "walk-plain".to_string()] {
+    for bin in [w.build(&p, "gcc"), w.build_plain(&p)] {
         let tree = w.path(&format!("tree-{bin}"));
         std::fs::create_dir_all(tree.join("sub/deeper")).unwrap();
         for i in 0..5 {
