@@ -28,6 +28,9 @@ macro_rules! acceptance_tests {
 }
 
 acceptance_programs!(acceptance_tests);
+// False sharing with a race in it (ownership's split granules), here alone: its million
+// accesses would take the model strategies of plus_acceptance minutes.
+acceptance_tests!(false_share);
 
 /// The addresses program prints heap, stack, TLS addresses and pthread_self: they must be the
 /// same in every recording (not only between a recording and its replay).

@@ -47,6 +47,9 @@ fn access_at(addr: usize, size: usize, k: u64, fixed: bool) {
 /// start-up (the fast path above never consults it).
 #[inline(never)]
 fn slow_access(addr: usize, size: usize, k: u64) {
+    if ownership::split_fast(addr, size, k) {
+        return;
+    }
     let Some(mut e) = enter() else { return };
     let t = e.t();
     let size = size.max(1);

@@ -7,7 +7,8 @@
 //! * `RDEX(t)` = `EXCL(t) | RDEX_BIT`: thread t may read it (it got it by reading; its first
 //!   write upgrades to `EXCL(t)` without asking anyone, since nobody else may read it);
 //! * `SHARED | c`: every thread that has synchronised with read-shared epoch `c` may read it;
-//! * `LOCKED | t`: thread t is taking it over (everyone else waits).
+//! * `LOCKED | t`: thread t is taking it over (everyone else waits);
+//! * `SPLIT | fields`: an owner per 16-byte sub-granule, for false sharing (`split`).
 //!
 //! **Record, fast path** (in the callback, `fast`): one load of the shadow word and a compare;
 //! no atomic read-modify-write, no store to shared memory, no log entry. Every rare condition
@@ -400,8 +401,10 @@ fn mark_running(t: &Thread) {
 }
 
 mod record;
+mod split;
 use record::acquire_ranges;
 pub use record::BATCH_SHIFT;
+pub use split::split_fast;
 
 // ---- replay ---------------------------------------------------------------------------------------
 

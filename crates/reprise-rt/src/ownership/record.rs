@@ -1,9 +1,12 @@
 //! Record side of `ownership`: taking a granule (lock it, ask its owner or steal it, log the
 //! edge), read-shared epochs, and the window batches a transfer moves (see the parent module).
 
+use super::split::{
+    false_sharing, fields, is_split, take_subs, with_fields, ALL_SUBS, SPLIT, SUB_SHIFT,
+};
 use super::*;
 
-fn add_edge(t: &mut Thread, e: u64, src: u32, src_events: u64) {
+pub(super) fn add_edge(t: &mut Thread, e: u64, src: u32, src_events: u64) {
     if src != t.tid && src_events > 0 {
         access::log_pair(t, R_EDGE, e, edge_source(src, src_events));
     }
@@ -11,7 +14,7 @@ fn add_edge(t: &mut Thread, e: u64, src: u32, src_events: u64) {
 
 /// Ask thread `x` for its granules; returns its completed events when it answered (or was
 /// free). The caller has locked the granule it wants.
-fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
+pub(super) fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
     let xs = state::shared(x);
     if xs.mb.free.load(Ordering::SeqCst) != 0 {
         return xs.mb.done.load(Ordering::Acquire);
@@ -135,13 +138,21 @@ fn sync_epochs(t: &mut Thread, e: u64) {
 // Over 80 lines: one loop over the granule's shadow states, each case a compare-exchange on
 // (or a wait for) the same shadow word with the same spin count; the record side's slow path.
 #[allow(clippy::too_many_lines)]
-fn acquire_one(t: &mut Thread, addr: usize, write: bool, e: u64) {
+fn acquire_one(t: &mut Thread, addr: usize, subs: u32, write: bool, e: u64) {
     let sh = shadow(addr);
     let mut spins = 0;
     loop {
         let s = sh.load(Ordering::Acquire);
         if s == t.own_me() || (!write && s == t.own_me() | RDEX_BIT) {
             return;
+        }
+        if is_split(s) {
+            if take_subs(t, addr, s, subs, write, e) {
+                return;
+            }
+            answer(t.sh());
+            backoff(&mut spins);
+            continue;
         }
         if s >= SHARED {
             let c = s - SHARED;
@@ -210,10 +221,15 @@ fn acquire_one(t: &mut Thread, addr: usize, write: bool, e: u64) {
             continue;
         }
         let idx = slot_of(addr);
-        let batch = lock_batch(t, idx, s);
+        // Two threads taking turns writing disjoint bytes: split the granule (no window moves
+        // with it), the taker getting the sub-granules it touches, the owner keeping the rest.
+        let split = write && false_sharing(idx, t.tid, x, subs);
+        let batch = if split { 0 } else { lock_batch(t, idx, s) };
         let src = request(t, x, idx);
         add_edge(t, e, x, src);
-        let next = if write {
+        let next = if split {
+            with_fields(SPLIT | fields(ALL_SUBS, s & !RDEX_BIT), subs, t.own_me())
+        } else if write {
             t.own_me()
         } else if s & RDEX_BIT == 0 || !READ_SHARING {
             t.own_me() | RDEX_BIT
@@ -287,7 +303,12 @@ pub(super) fn acquire_ranges(t: &mut Thread, ranges: &[(usize, usize, bool)], e:
             let mut g = addr >> GRANULE_SHIFT;
             let last = (addr + size - 1) >> GRANULE_SHIFT;
             while g <= last {
-                acquire_one(t, g << GRANULE_SHIFT, write, e);
+                // The sub-granules of this granule the range touches (for a split one).
+                let lo = addr.max(g << GRANULE_SHIFT);
+                let hi = (addr + size - 1).min(((g + 1) << GRANULE_SHIFT) - 1);
+                let (a, b) = ((lo >> SUB_SHIFT) & 3, (hi >> SUB_SHIFT) & 3);
+                let subs = ((1u32 << (b + 1)) - 1) & !((1u32 << a) - 1);
+                acquire_one(t, g << GRANULE_SHIFT, subs, write, e);
                 g += 1;
             }
         }
