@@ -216,16 +216,22 @@ fn batch_thread() {
     unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &p) };
 }
 
+/// Bytes a reader thread reads at once at most.
+const READ_CHUNK: usize = 1 << 18;
+
 fn reader(fd: OwnedFd, tx: mpsc::Sender<Msg>, wrap: fn(Vec<u8>) -> Msg) {
     std::thread::spawn(move || {
         batch_thread();
         let mut f = std::fs::File::from(fd);
-        let mut buf = vec![0u8; 1 << 16];
         loop {
+            // Read into the buffer that is sent (no copy), up to the pipe's size (a program
+            // writing megabytes fills it between two reads).
+            let mut buf = vec![0u8; READ_CHUNK];
             match f.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
-                    if tx.send(wrap(buf[..n].to_vec())).is_err() {
+                    buf.truncate(n);
+                    if tx.send(wrap(buf)).is_err() {
                         break;
                     }
                 }
@@ -321,17 +327,23 @@ impl Ending {
 }
 
 /// Hand `m` to `sink`, the program's output copied to reprise's own as well when `echo`
-/// (stdout flushed at once when `live`); whether `m` was the end of one of the pipes.
-fn deliver(m: Msg, echo: bool, live: bool, sink: &mut dyn Sink) -> Result<bool> {
+/// (unbuffered: it appears as the program writes it); whether `m` was the end of one of the
+/// pipes.
+fn deliver(m: Msg, echo: bool, sink: &mut dyn Sink) -> Result<bool> {
     match m {
         Msg::Events(b) => sink.events(&b)?,
         Msg::Stdout(b) => {
             if echo {
-                let mut stdout = std::io::stdout();
-                let _ = stdout.write_all(&b);
-                if live {
-                    let _ = stdout.flush();
-                }
+                // Straight to descriptor 1: the program's output is written as it came, not
+                // scanned for newlines and copied by a line buffer (nothing else of the
+                // launcher's is buffered for stdout while a program runs).
+                let _ = std::io::stdout().flush();
+                // SAFETY: descriptor 1 stays open for the launcher's life; the File is never
+                // dropped (ManuallyDrop), so it is not closed.
+                let mut out = std::mem::ManuallyDrop::new(unsafe {
+                    <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(1)
+                });
+                let _ = out.write_all(&b);
             }
             sink.stdout(&b)?
         }
@@ -387,7 +399,7 @@ fn supervise(
     while open > 0 {
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(m) => {
-                if deliver(m, l.echo, true, sink)? {
+                if deliver(m, l.echo, sink)? {
                     open -= 1;
                 }
             }
@@ -544,7 +556,7 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     }
     // Drain what is still queued.
     while let Ok(m) = rx.try_recv() {
-        deliver(m, l.echo, false, sink)?;
+        deliver(m, l.echo, sink)?;
     }
     let _ = std::io::stdout().flush();
     Ok(Ended {
