@@ -168,13 +168,18 @@ pub fn release(t: &mut Thread) {
         if state::REPLAY.load(Ordering::Relaxed) {
             // The access of the thread's last event is complete: the `+` variants publish it
             // now (the thread may next block outside the model's events, e.g. in a condition
-            // wait, before it enters another event).
+            // wait or a barrier, before it enters another event), and so does TPLAY, whose
+            // `aSet` waits until a source event "has been executed".
             let plus = match models().rep.as_mut() {
                 Some(Rep::AggP(r)) => {
                     r.completed(t.tid);
                     true
                 }
                 Some(Rep::TpP(r)) => {
+                    r.completed(t.tid);
+                    true
+                }
+                Some(Rep::Tp(r)) => {
                     r.completed(t.tid);
                     true
                 }

@@ -39,7 +39,10 @@
 //!   events of `tx` do not add it to `dSet` again ("removes any recorded TI associated with the
 //!   two events").
 //! - `checkAv` pops `aSet` (line 43 prints `bSet`); "current event greater than the recorded
-//!   event" means the source thread has entered the callback of a later event (or exited).
+//!   event" ("until e6 has been executed") means the source thread has entered the callback of
+//!   a later event, exited, or the substrate reported the source event's access complete
+//!   ([`crate::Replayer::completed`]: on real threads a thread blocked in a barrier after its
+//!   source event enters no later event, where under Pin the barrier's own accesses would).
 //! - A finished thread counts as having a transaction id greater than all of its transactions.
 //! - An atomic RMW is a write; lock acquisitions neither start transactions nor change `Ψ`.
 //!
