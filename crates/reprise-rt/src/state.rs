@@ -160,8 +160,6 @@ core::arch::global_asm!(
 thread_local! {
     /// True while runtime code runs on this thread (memory wrappers then pass through).
     pub static IN_RT: Cell<bool> = const { Cell::new(false) };
-    /// Above this thread's program frames (the trampoline's frame; the top for main).
-    pub static STACK_HI: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
 /// Runtime work on a program's call made outside [`crate::entry::enter`] (no entry counted):

@@ -35,7 +35,6 @@ static CREATE_LOC: u64 = 0;
 pub unsafe extern "C" fn reprise_thread_begin(slot: *mut c_void, arg: *mut *mut c_void) -> usize {
     let t = slot as *mut Thread;
     state::set_cur(t);
-    state::STACK_HI.with(|c| c.set(arg as usize));
     // SAFETY: the parent initialised this slot for us before creating the thread; arg is the
     // trampoline's out-slot.
     let th = unsafe { &mut *t };

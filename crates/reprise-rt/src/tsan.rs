@@ -37,40 +37,45 @@ fn access_at(addr: usize, size: usize, k: u64, fixed: bool) {
     // path makes no `&mut Thread`).
     let t = unsafe { &*crate::state::cur_or_idle() };
     if let Some(e) = ownership::fast_gate(t, addr, size, k != kind::READ, fixed) {
-        ownership::fast_done(t, e, addr, size, k);
+        ownership::fast_done(t, e, addr, size, k, fixed);
         return;
     }
-    slow_access(addr, size, k)
+    slow_access(addr, size, k, fixed)
 }
 
 /// The strategy seam: each strategy's per-access slow path, chosen by the strategy fixed at
-/// start-up (the fast path above never consults it).
+/// start-up (the fast path above never consults it). A ranged access (`fixed` false) folds its
+/// kind, never its bytes, under every strategy (see `ownership::digest_access`: a struct's
+/// padding holds bytes the runtime's own frames left, which differ between record and replay).
 #[inline(never)]
-fn slow_access(addr: usize, size: usize, k: u64) {
-    if ownership::split_fast(addr, size, k) {
+fn slow_access(addr: usize, size: usize, k: u64, fixed: bool) {
+    if ownership::split_fast(addr, size, k, fixed) {
         return;
     }
     let Some(mut e) = enter() else { return };
     let t = e.t();
     let size = size.max(1);
+    // The value folded once the access is complete (LEAP, the models, `--verify=full`).
+    let after = if fixed { size } else { 0 };
     match crate::state::strategy() {
         Strategy::Ownership => {
             let ev = ownership::access(t, &[(addr, size, k != kind::READ)]);
-            ownership::finish_event(t, ev, addr, size, k, None);
+            let instead = (!fixed).then_some(k);
+            ownership::finish_event(t, ev, addr, size, k, instead);
         }
         Strategy::Model => {
             access::fold_pending(t);
             access::jitter(t);
             crate::model::access(t, addr, size, k);
             t.sh().pending_addr.set(addr as u64);
-            t.sh().pending_size.set(size as u64);
+            t.sh().pending_size.set(after as u64);
         }
         Strategy::Leap => {
             access::fold_pending(t);
             access::jitter(t);
             leap::access(t, addr, size, k);
             t.sh().pending_addr.set(addr as u64);
-            t.sh().pending_size.set(size as u64);
+            t.sh().pending_size.set(after as u64);
         }
     }
 }

@@ -42,7 +42,7 @@ pub(super) fn sub_shift(addr: usize) -> u32 {
 /// in one sub-granule whose field is this thread's, and nothing else sends the thread to the
 /// runtime. Then digest and count as the fast path does; false: take the slow path.
 #[inline(always)]
-pub fn split_fast(addr: usize, size: usize, k: u64) -> bool {
+pub fn split_fast(addr: usize, size: usize, k: u64, fixed: bool) -> bool {
     // SAFETY: as in `tsan::access_at`: this thread's shared part, or the idle one (limit 0).
     let t = unsafe { &*state::cur_or_idle() };
     let e = t.events.load(Ordering::Relaxed) + 1;
@@ -60,7 +60,7 @@ pub fn split_fast(addr: usize, size: usize, k: u64) -> bool {
     if !is_split(s) || me >= SUB_LOCKED || (s >> sub_shift(addr)) & SUB_LOCKED != me {
         return false;
     }
-    fast_done(t, e, addr, size, k);
+    fast_done(t, e, addr, size, k, fixed);
     true
 }
 
