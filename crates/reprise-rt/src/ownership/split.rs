@@ -2,7 +2,7 @@
 //! disjoint bytes (false sharing), gets an owner per 16-byte sub-granule. The shadow word's
 //! encoding, the fast path's test, and the record side's split, take and merge.
 
-use super::record::{add_edge, request};
+use super::record::{add_edge, request, unlock_batch, BATCH_SHIFT};
 use super::*;
 
 /// A *split* granule (`SPLIT | fields`): two threads took turns writing disjoint bytes of it
@@ -152,8 +152,22 @@ pub(super) fn take_subs(
     {
         return false;
     }
-    // Ask each other owner once (the answer covers all its accesses so far).
     let idx = slot_of(addr);
+    // A merge from one other owner takes that owner's other split granules of the window along
+    // (one round trip, not one per granule: after fft's bit-reversal scatter every line of the
+    // array is split between the two threads, and each thread's next stage merges the lines of
+    // its half one by one).
+    let others = (0..4)
+        .filter(|&i| want & (1 << i) != 0)
+        .map(|i| field(s, i))
+        .filter(|&c| c != 0 && c != me)
+        .fold(0u128, |m, c| m | 1 << c);
+    let batch = if merge && others.count_ones() == 1 {
+        lock_split_batch(idx, me, others.trailing_zeros())
+    } else {
+        0
+    };
+    // Ask each other owner once (the answer covers all its accesses so far).
     let mut asked = 0u128;
     for i in 0..4 {
         let code = field(s, i);
@@ -170,17 +184,58 @@ pub(super) fn take_subs(
     loop {
         let next = if merge {
             // Every field is this thread's (or locked by it).
-            if write {
-                me
-            } else {
-                me | RDEX_BIT
-            }
+            merged(me, write)
         } else {
             with_fields(cur, want, me)
         };
         match sh.compare_exchange(cur, next, Ordering::SeqCst, Ordering::Acquire) {
-            Ok(_) => return true,
+            Ok(_) => break,
             Err(v) => cur = v,
         }
     }
+    // The batch's granules were wholly locked by this thread: nobody changed them meanwhile.
+    unlock_batch(idx, batch, merged(me, write));
+    true
+}
+
+/// The state of a granule merged by thread code `me`: `EXCL` for a write, `RDEX` for a read
+/// (its first write upgrades without asking: nobody else may access it).
+fn merged(me: u32, write: bool) -> u32 {
+    if write {
+        me
+    } else {
+        me | RDEX_BIT
+    }
+}
+
+/// Lock, for a merge by thread code `me` that asks thread code `x`, every other split granule
+/// of slot `idx`'s window whose fields are all `x`'s, `me`'s or nobody's (at least one `x`'s),
+/// none being taken: the answer of `x` that covers `idx` covers them (every access of `x` up
+/// to its answer is complete, and their locked fields stop later ones, as `record::lock_batch`'s
+/// locks do for whole granules). Returns the bit mask of the locked window slots, given their
+/// merged state by [`unlock_batch`].
+fn lock_split_batch(idx: u32, me: u32, x: u32) -> u32 {
+    let base = idx & !((1 << BATCH_SHIFT) - 1);
+    let locked = SPLIT | fields(ALL_SUBS, SUB_LOCKED);
+    let mut taken = 0u32;
+    for j in 0..1u32 << BATCH_SHIFT {
+        let k = base | j;
+        if k == idx {
+            continue;
+        }
+        let w = slot_word(k);
+        let v = w.load(Ordering::Relaxed);
+        if !is_split(v) {
+            continue;
+        }
+        let codes: [u32; 4] = core::array::from_fn(|i| (v >> (i as u32 * SUB_BITS)) & SUB_LOCKED);
+        let ok = codes.iter().all(|&c| c == x || c == me || c == 0) && codes.contains(&x);
+        if ok
+            && w.compare_exchange(v, locked, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+        {
+            taken |= 1 << j;
+        }
+    }
+    taken
 }
