@@ -523,7 +523,14 @@ fn record_one(o: &RecordOpts, announce: bool, notice: bool) -> Result<Run> {
     let header = record_header(o, &exe, strategy, mode, chaos, preload.as_deref())?;
     let f = std::fs::File::create(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
-    let w = TraceWriter::new(BufWriter::new(f), &header)?;
+    // An ownership recording's events compress as well at level 1, for less of the CPU the
+    // program runs on (see `reprise_trace::ZSTD_LEVEL_FAST`).
+    let level = if strategy == crate::options::Strategy::Ownership {
+        reprise_trace::ZSTD_LEVEL_FAST
+    } else {
+        reprise_trace::ZSTD_LEVEL
+    };
+    let w = TraceWriter::new(BufWriter::new(f), &header)?.with_level(level);
     let flags = record_flags(o, strategy, sync);
     let launch = Launch {
         forward_signals: true,

@@ -30,7 +30,9 @@ mod types;
 mod writer;
 
 pub use error::TraceError;
-pub use format::{MAGIC, MAX_CHUNK_LEN, MAX_HEADER_LEN, TRACE_VERSION};
+pub use format::{
+    MAGIC, MAX_CHUNK_LEN, MAX_HEADER_LEN, TRACE_VERSION, ZSTD_LEVEL, ZSTD_LEVEL_FAST,
+};
 pub use reader::TraceReader;
 pub use summary::{summarize, Summary};
 pub use types::{Chunk, ChunkKind, Exit, Footer, Header, RawChunk};

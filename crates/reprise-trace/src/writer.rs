@@ -21,6 +21,8 @@ pub struct TraceWriter<W: Write> {
     raw_bytes: u64,
     poisoned: bool,
     zstd: Option<zstd::bulk::Compressor<'static>>,
+    /// zstd level of the payloads ([`ZSTD_LEVEL`] unless [`TraceWriter::with_level`]).
+    level: i32,
     /// The compressed frame, reused: a fresh buffer per chunk costs the first touch of each of
     /// its pages (a 6 MB chunk of a compressor's output: about 1600 page faults).
     comp: Vec<u8>,
@@ -54,11 +56,20 @@ impl<W: Write> TraceWriter<W> {
             raw_bytes: 0,
             poisoned: false,
             zstd: None,
+            level: ZSTD_LEVEL,
             comp: Vec::new(),
         })
     }
 
-    /// Compresses `raw` (zstd level 3; a large chunk that does not compress is stored in raw
+    /// Compress the payloads at zstd `level` instead of [`ZSTD_LEVEL`] (before the first
+    /// chunk; the reader takes any level).
+    pub fn with_level(mut self, level: i32) -> Self {
+        self.level = level;
+        self.zstd = None;
+        self
+    }
+
+    /// Compresses `raw` (zstd, the writer's level; a large chunk that does not compress is stored in raw
     /// zstd blocks), writes it as one checksummed frame and flushes. Empty chunks are allowed.
     pub fn write_chunk(&mut self, kind: ChunkKind, raw: &[u8]) -> Result<(), TraceError> {
         self.write_frame(kind as u8, raw)?;
@@ -102,7 +113,7 @@ impl<W: Write> TraceWriter<W> {
         // One compression context for the whole trace: a fresh one per chunk costs its tables'
         // allocation and first touch every time (about a thousand page faults).
         if self.zstd.is_none() {
-            self.zstd = Some(zstd::bulk::Compressor::new(ZSTD_LEVEL)?);
+            self.zstd = Some(zstd::bulk::Compressor::new(self.level)?);
         }
         let zstd = self.zstd.as_mut().expect("set above");
         let comp = &mut self.comp;

@@ -390,3 +390,27 @@ fn incompressible_chunks_are_stored_and_read_back() {
         "{size} bytes for {raw} of noise"
     );
 }
+
+#[test]
+fn chunks_written_at_the_fast_level_read_back() {
+    let input = chunks();
+    let text: Vec<u8> = b"edge 1 -> 2 at 4096\n".repeat(20_000);
+    let write = |level: i32| {
+        let mut w = TraceWriter::new(Vec::new(), &header())
+            .unwrap()
+            .with_level(level);
+        for (k, d) in input.iter().chain([(ChunkKind::Events, text.clone())].iter()) {
+            w.write_chunk(*k, d).unwrap();
+        }
+        w.finish(&footer()).unwrap()
+    };
+    let fast = write(ZSTD_LEVEL_FAST);
+    let (_, got, _) = read_bytes(&fast).unwrap();
+    assert_eq!(got.len(), input.len() + 1);
+    for (c, (k, d)) in got.iter().zip(&input) {
+        assert_eq!((c.kind, &c.data), (*k, d));
+    }
+    assert_eq!(got.last().unwrap().data, text);
+    // The level is the writer's own: the same chunks at the default level differ in bytes.
+    assert_ne!(fast, write(ZSTD_LEVEL));
+}
