@@ -399,7 +399,10 @@ fn chunks_written_at_the_fast_level_read_back() {
         let mut w = TraceWriter::new(Vec::new(), &header())
             .unwrap()
             .with_level(level);
-        for (k, d) in input.iter().chain([(ChunkKind::Events, text.clone())].iter()) {
+        for (k, d) in input
+            .iter()
+            .chain([(ChunkKind::Events, text.clone())].iter())
+        {
             w.write_chunk(*k, d).unwrap();
         }
         w.finish(&footer()).unwrap()
