@@ -266,6 +266,16 @@ pub const BATCH_SHIFT: u32 = 4;
 /// whatever its epoch (a write that asked every thread). Returns the bit mask of the locked
 /// window slots.
 fn lock_batch(t: &Thread, idx: u32, s: u32) -> u32 {
+    // `SHARED` stands for every read-shared epoch.
+    lock_window(idx, |v| {
+        (v == s || (s == SHARED && v > SHARED)).then_some(LOCKED | t.tid)
+    })
+}
+
+/// Lock the other granules of slot `idx`'s window whose shadow word `v` the caller wants
+/// (`lock(v)`: the locked word to set, by a compare-exchange from `v`); returns the bit mask of
+/// the window slots locked.
+pub(super) fn lock_window(idx: u32, lock: impl Fn(u32) -> Option<u32>) -> u32 {
     let base = idx & !((1 << BATCH_SHIFT) - 1);
     let mut taken = 0u32;
     for j in 0..1u32 << BATCH_SHIFT {
@@ -275,13 +285,12 @@ fn lock_batch(t: &Thread, idx: u32, s: u32) -> u32 {
         }
         let w = slot_word(k);
         let v = w.load(Ordering::Relaxed);
-        // `SHARED` stands for every read-shared epoch.
-        let same = v == s || (s == SHARED && v > SHARED);
-        if same
-            && w.compare_exchange(v, LOCKED | t.tid, Ordering::SeqCst, Ordering::Relaxed)
+        if let Some(l) = lock(v) {
+            if w.compare_exchange(v, l, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
-        {
-            taken |= 1 << j;
+            {
+                taken |= 1 << j;
+            }
         }
     }
     taken

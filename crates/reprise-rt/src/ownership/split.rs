@@ -2,7 +2,7 @@
 //! disjoint bytes (false sharing), gets an owner per 16-byte sub-granule. The shadow word's
 //! encoding, the fast path's test, and the record side's split, take and merge.
 
-use super::record::{add_edge, request, unlock_batch, BATCH_SHIFT};
+use super::record::{add_edge, lock_window, request, unlock_batch};
 use super::*;
 
 /// A *split* granule (`SPLIT | fields`): two threads took turns writing disjoint bytes of it
@@ -215,27 +215,11 @@ fn merged(me: u32, write: bool) -> u32 {
 /// locks do for whole granules). Returns the bit mask of the locked window slots, given their
 /// merged state by [`unlock_batch`].
 fn lock_split_batch(idx: u32, me: u32, x: u32) -> u32 {
-    let base = idx & !((1 << BATCH_SHIFT) - 1);
     let locked = SPLIT | fields(ALL_SUBS, SUB_LOCKED);
-    let mut taken = 0u32;
-    for j in 0..1u32 << BATCH_SHIFT {
-        let k = base | j;
-        if k == idx {
-            continue;
-        }
-        let w = slot_word(k);
-        let v = w.load(Ordering::Relaxed);
-        if !is_split(v) {
-            continue;
-        }
+    lock_window(idx, |v| {
         let codes: [u32; 4] = core::array::from_fn(|i| (v >> (i as u32 * SUB_BITS)) & SUB_LOCKED);
-        let ok = codes.iter().all(|&c| c == x || c == me || c == 0) && codes.contains(&x);
-        if ok
-            && w.compare_exchange(v, locked, Ordering::SeqCst, Ordering::Relaxed)
-                .is_ok()
-        {
-            taken |= 1 << j;
-        }
-    }
-    taken
+        let ok =
+            is_split(v) && codes.iter().all(|&c| c == x || c == me || c == 0) && codes.contains(&x);
+        ok.then_some(locked)
+    })
 }
