@@ -69,8 +69,9 @@ impl<W: Write> TraceWriter<W> {
         self
     }
 
-    /// Compresses `raw` (zstd, the writer's level; a large chunk that does not compress is stored in raw
-    /// zstd blocks), writes it as one checksummed frame and flushes. Empty chunks are allowed.
+    /// Compresses `raw` (zstd, at the writer's level; a large chunk that does not compress is
+    /// stored in raw zstd blocks), writes it as one checksummed frame and flushes. Empty chunks
+    /// are allowed.
     pub fn write_chunk(&mut self, kind: ChunkKind, raw: &[u8]) -> Result<(), TraceError> {
         self.write_frame(kind as u8, raw)?;
         self.raw_bytes += raw.len() as u64;

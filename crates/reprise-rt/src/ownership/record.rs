@@ -226,9 +226,10 @@ fn acquire_one(t: &mut Thread, addr: usize, subs: u32, write: bool, e: u64) {
         // granules in the same state are split alike (the taker gets the same sub-granules of
         // each): false sharing comes in runs (fft's bit-reversal copy writes alternate 16-byte
         // elements of every line from the two threads), and one answer then covers the run,
-        // where each line was split by a round trip of its own (fft `-t 2 -n 32768`: 170 000-185 000
-        // edges -> 122 000-127 000). A wrong guess costs at most one transfer of those fields
-        // back to the owner, which then owns all four and merges the line again.
+        // where each line was split by a round trip of its own (fft `-t 2 -n 32768`, merges
+        // already batched: 170 000-185 000 edges -> 122 000-127 000). A wrong guess costs at
+        // most one transfer of those fields back to the owner, which then owns all four and
+        // merges the line again.
         let split = write && false_sharing(idx, t.tid, x, subs);
         let batch = lock_batch(t, idx, s);
         let src = request(t, x, idx);
@@ -296,7 +297,8 @@ pub(super) fn lock_window(idx: u32, lock: impl Fn(u32) -> Option<u32>) -> u32 {
     taken
 }
 
-/// Give the granules [`lock_batch`] locked their new state `next`.
+/// Give the granules that [`lock_window`] locked (for [`lock_batch`] or a split granule's
+/// merge) their new state `next`.
 pub(super) fn unlock_batch(idx: u32, mut taken: u32, next: u32) {
     let base = idx & !((1 << BATCH_SHIFT) - 1);
     while taken != 0 {

@@ -64,6 +64,11 @@ pub fn split_fast(addr: usize, size: usize, k: u64, fixed: bool) -> bool {
     true
 }
 
+/// The field (owner code, 0 or [`SUB_LOCKED`]) of sub-granule `i` in split word `w`.
+fn field(w: u32, i: u32) -> u32 {
+    (w >> (i * SUB_BITS)) & SUB_LOCKED
+}
+
 /// `s` with the fields of `subs` set to `code`; a word whose four fields are one thread's
 /// merges back to that thread's `EXCL`.
 pub(super) fn with_fields(s: u32, subs: u32, code: u32) -> u32 {
@@ -129,7 +134,6 @@ pub(super) fn take_subs(
     let me = t.own_me();
     let merge = !write || me >= SUB_LOCKED;
     let subs = if merge { ALL_SUBS } else { subs };
-    let field = |w: u32, i: u32| (w >> (i * SUB_BITS)) & SUB_LOCKED;
     // A merge locks every field (its own too: nobody may change the word until it is whole).
     let want = (0..4).fold(0, |m, i| {
         if subs & (1 << i) != 0 && (merge || field(s, i) != me) {
@@ -217,9 +221,9 @@ fn merged(me: u32, write: bool) -> u32 {
 fn lock_split_batch(idx: u32, me: u32, x: u32) -> u32 {
     let locked = SPLIT | fields(ALL_SUBS, SUB_LOCKED);
     lock_window(idx, |v| {
-        let codes: [u32; 4] = core::array::from_fn(|i| (v >> (i as u32 * SUB_BITS)) & SUB_LOCKED);
-        let ok =
-            is_split(v) && codes.iter().all(|&c| c == x || c == me || c == 0) && codes.contains(&x);
+        let ok = is_split(v)
+            && (0..4).all(|i| [x, me, 0].contains(&field(v, i)))
+            && (0..4).any(|i| field(v, i) == x);
         ok.then_some(locked)
     })
 }
