@@ -131,7 +131,10 @@ impl Loaded {
 pub fn load(path: &std::path::Path) -> Result<Loaded> {
     let damaged =
         |e: reprise_trace::TraceError| Failure::Replay(format!("{}: {e}", path.display()));
-    let reader = TraceReader::open(path).map_err(damaged)?;
+    // The recorded output stays in the file until the replay compares with it.
+    let reader = TraceReader::open(path)
+        .map_err(damaged)?
+        .outputs_left_in_file();
     let (header, chunks, footer) = reader.read_salvaged_raw().map_err(damaged)?;
     let interrupted = footer.is_none();
     let (mut ev, mut out, mut err) = (

@@ -140,7 +140,9 @@ pub struct Chunk {
 /// One data chunk as read and checked (its head and payload checksums), not yet
 /// decompressed: [`TraceReader::next_raw_chunk`](crate::TraceReader::next_raw_chunk) gives
 /// it, [`RawChunk::decompress`] gives its payload when it is needed (a replay keeps the
-/// recorded output compressed and decompresses it piece by piece as it compares).
+/// recorded output compressed and decompresses it piece by piece as it compares). The
+/// payload is in memory, or left in the file
+/// ([`TraceReader::outputs_left_in_file`](crate::TraceReader::outputs_left_in_file)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawChunk {
     /// Position of the chunk in the file, from 0.
@@ -153,13 +155,49 @@ pub struct RawChunk {
     /// [`RawChunk::decompress`]).
     pub raw_len: u32,
     /// The zstd frame as stored.
-    pub(crate) comp: Vec<u8>,
+    pub(crate) comp: Payload,
+}
+
+/// Where a [`RawChunk`]'s compressed payload is.
+#[derive(Debug, Clone)]
+pub(crate) enum Payload {
+    /// Read into memory.
+    Here(Vec<u8>),
+    /// Left in the trace file, at byte `at`, `len` bytes whose CRC-32 is `crc` (checked when
+    /// it was read past, and again when it is read back: the file may have changed since).
+    InFile {
+        file: std::sync::Arc<std::fs::File>,
+        at: u64,
+        len: u32,
+        crc: u32,
+    },
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, o: &Payload) -> bool {
+        match (self, o) {
+            (Payload::Here(a), Payload::Here(b)) => a == b,
+            (
+                Payload::InFile { file, at, len, crc },
+                Payload::InFile {
+                    file: f2,
+                    at: a2,
+                    len: l2,
+                    crc: c2,
+                },
+            ) => std::sync::Arc::ptr_eq(file, f2) && (at, len, crc) == (a2, l2, c2),
+            _ => false,
+        }
+    }
 }
 
 impl RawChunk {
     /// Bytes the chunk takes on disk (its payload, compressed).
     pub fn comp_len(&self) -> usize {
-        self.comp.len()
+        match &self.comp {
+            Payload::Here(v) => v.len(),
+            Payload::InFile { len, .. } => *len as usize,
+        }
     }
 
     /// The decompressed payload, appended to `out` (cleared first), with `dec` (a
@@ -175,10 +213,28 @@ impl RawChunk {
             offset: self.offset,
             why,
         };
+        let read_back;
+        let comp = match &self.comp {
+            Payload::Here(v) => v,
+            Payload::InFile { file, at, len, crc } => {
+                let mut b = vec![0u8; *len as usize];
+                std::os::unix::fs::FileExt::read_exact_at(&**file, &mut b, *at).map_err(|e| {
+                    corrupt(format!("cannot be read back from the trace file: {e}"))
+                })?;
+                if crc32fast::hash(&b) != *crc {
+                    return Err(crate::TraceError::Checksum {
+                        chunk: self.index,
+                        offset: self.offset,
+                    });
+                }
+                read_back = b;
+                &read_back
+            }
+        };
         out.clear();
         out.reserve(self.raw_len as usize);
         let n = dec
-            .decompress_to_buffer(&self.comp, out)
+            .decompress_to_buffer(comp, out)
             .map_err(|e| corrupt(format!("does not decompress: {e}")))?;
         if n != self.raw_len as usize {
             return Err(corrupt(format!(

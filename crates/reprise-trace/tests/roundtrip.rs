@@ -355,6 +355,48 @@ fn raw_chunks_decompress_to_the_chunks() {
     }
 }
 
+/// Output chunks left in the file decompress to the same bytes as chunks read into memory
+/// (events stay in memory); a payload changed in the file after it was read past is refused
+/// by its checksum when it is read back, not decompressed into wrong output.
+#[test]
+fn outputs_left_in_the_file_read_back_and_a_changed_file_is_refused() {
+    let bytes = to_bytes(&chunks());
+    let dir = tempfile::tempdir().unwrap();
+    let p = tmpfile(&dir, "t", &bytes);
+    let (_, want, _) = read_path(&p).unwrap();
+    let (_, raw, _) = TraceReader::open(&p)
+        .unwrap()
+        .outputs_left_in_file()
+        .read_salvaged_raw()
+        .unwrap();
+    let mut dec = zstd::bulk::Decompressor::new().unwrap();
+    let mut buf = Vec::new();
+    assert!(raw
+        .iter()
+        .any(|r| r.kind == ChunkKind::Stdout && r.raw_len > 0));
+    for (r, c) in raw.iter().zip(&want) {
+        r.decompress_into(&mut dec, &mut buf).unwrap();
+        assert_eq!((r.kind, &buf), (c.kind, &c.data));
+    }
+    // Flip the last byte of the first non-empty stdout payload, in place.
+    let out = raw
+        .iter()
+        .find(|r| r.kind == ChunkKind::Stdout && r.comp_len() > 0)
+        .unwrap();
+    let next = raw
+        .iter()
+        .find(|r| r.index == out.index + 1)
+        .map_or(0, |r| r.offset);
+    assert!(next > 0, "a chunk follows the stdout chunk");
+    let mut changed = bytes.clone();
+    changed[next as usize - 1] ^= 0x55;
+    std::fs::write(&p, &changed).unwrap();
+    match out.decompress_into(&mut dec, &mut buf) {
+        Err(TraceError::Checksum { chunk, .. }) => assert_eq!(chunk, out.index),
+        other => panic!("a changed payload read back: {other:?}"),
+    }
+}
+
 /// Large chunks that do not compress (a compressor's output recorded as stdout) are stored in
 /// raw zstd blocks; they read back like any other, beside compressible ones, and the file is
 /// barely larger than the data.

@@ -224,23 +224,19 @@ fn reader(fd: OwnedFd, tx: mpsc::Sender<Msg>, wrap: fn(Vec<u8>) -> Msg) {
         batch_thread();
         let mut f = std::fs::File::from(fd);
         // Up to the pipe's size at once (a program writing megabytes fills it between two
-        // reads). A large read is sent in this buffer itself (no copy) and the buffer replaced;
-        // a small one, which is most of them (the runtime's events arrive in pieces of a few
-        // KiB), is copied out: zeroing a fresh 256 KiB buffer for each read cost the launcher
-        // more than the rest of its work (93 reads, 21 M instructions of `memset` of 25 M in
-        // a 25 ms recording, on the CPU the program needs).
+        // reads), into one buffer reused for every read; what was read is copied out into an
+        // allocation of its own size (malloc's reused memory, never zeroed). Handing out the
+        // read buffer itself and allocating a fresh zeroed one cost more: zeroing 256 KiB for
+        // each of the runtime's event pieces of a few KiB was most of the launcher's work in a
+        // short recording (21 M instructions of `memset` of 25 M), and for a program writing
+        // megabytes to stdout each fresh buffer was new pages to fault in (zstd -c of 20 MB:
+        // 2,000 more page faults and 4% of the recording's CPU in the launcher's kernel time).
         let mut buf = vec![0u8; READ_CHUNK];
         loop {
             match f.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
-                    let out = if n >= READ_CHUNK / 4 {
-                        let mut b = std::mem::replace(&mut buf, vec![0u8; READ_CHUNK]);
-                        b.truncate(n);
-                        b
-                    } else {
-                        buf[..n].to_vec()
-                    };
+                    let out = buf[..n].to_vec();
                     if tx.send(wrap(out)).is_err() {
                         break;
                     }
