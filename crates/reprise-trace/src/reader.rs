@@ -284,16 +284,9 @@ impl TraceReader {
         self.pos += (FRAME_HEAD_LEN + comp.len()) as u64;
         self.last_comp_len = comp.len() as u64;
         let Some(kind) = kind else {
-            let data = zstd::bulk::decompress(&comp, head.raw_len as usize)
-                .map_err(|e| corrupt(format!("does not decompress: {e}")))?;
-            if data.len() != head.raw_len as usize {
-                return Err(corrupt(format!(
-                    "decompresses to {} bytes instead of the declared {}",
-                    data.len(),
-                    head.raw_len
-                )));
-            }
-            return self.read_footer(chunk, offset, &data).map(|()| None);
+            return self
+                .footer_frame(chunk, offset, &comp, head.raw_len)
+                .map(|()| None);
         };
         let comp = match left_in_file {
             Some(file) => {
@@ -316,6 +309,26 @@ impl TraceReader {
             raw_len: head.raw_len,
             comp,
         }))
+    }
+
+    /// The footer frame's payload `comp`, of `raw_len` bytes decompressed, read and checked.
+    fn footer_frame(
+        &mut self,
+        chunk: u64,
+        offset: u64,
+        comp: &[u8],
+        raw_len: u32,
+    ) -> Result<(), TraceError> {
+        let corrupt = |why: String| TraceError::Corrupt { chunk, offset, why };
+        let data = zstd::bulk::decompress(comp, raw_len as usize)
+            .map_err(|e| corrupt(format!("does not decompress: {e}")))?;
+        if data.len() != raw_len as usize {
+            return Err(corrupt(format!(
+                "decompresses to {} bytes instead of the declared {raw_len}",
+                data.len()
+            )));
+        }
+        self.read_footer(chunk, offset, &data)
     }
 
     /// The footer frame (chunk `chunk` at byte `offset`, decompressed `data`): it counts the
