@@ -290,6 +290,31 @@ impl AggrePlayReplayer {
     }
 }
 
+impl AggrePlay {
+    /// The replayer of `log`, taking its lists over: `W_x`, `EX_t` and `L_m` become the
+    /// replayer's queues without a copy (a real recording's log holds one `EX_t` entry per
+    /// write, each with its read counts: copying them was most of a replay's start).
+    pub fn replayer_owned(&self, log: AggrePlayLog) -> AggrePlayReplayer {
+        let mut r = AggrePlayReplayer::default();
+        r.w.reserve(log.w.len());
+        for (x, v) in log.w {
+            r.w.insert(x, v.into());
+        }
+        for (x, v) in log.wr {
+            for p in v {
+                r.wr.entry((x, p.1.thread)).or_default().push_back(p);
+            }
+        }
+        for (t, v) in log.ex {
+            r.ex.insert(t, v.into());
+        }
+        for (m, v) in log.l {
+            r.l.insert(m, v.into());
+        }
+        r
+    }
+}
+
 impl Strategy for AggrePlay {
     type Log = AggrePlayLog;
     type Recorder = AggrePlayRecorder;
@@ -301,21 +326,6 @@ impl Strategy for AggrePlay {
         AggrePlayRecorder::default()
     }
     fn replayer(&self, log: &AggrePlayLog) -> AggrePlayReplayer {
-        let mut r = AggrePlayReplayer::default();
-        for (&x, v) in &log.w {
-            r.w.insert(x, v.iter().copied().collect());
-        }
-        for (&x, v) in &log.wr {
-            for &p in v {
-                r.wr.entry((x, p.1.thread)).or_default().push_back(p);
-            }
-        }
-        for (&t, v) in &log.ex {
-            r.ex.insert(t, v.iter().cloned().collect());
-        }
-        for (&m, v) in &log.l {
-            r.l.insert(m, v.iter().copied().collect());
-        }
-        r
+        self.replayer_owned(log.clone())
     }
 }

@@ -101,6 +101,13 @@ impl Strategy for AggrePlayPlus {
         AggrePlay.recorder()
     }
     fn replayer(&self, log: &AggrePlayLog) -> AggrePlayPlusReplayer {
+        self.replayer_owned(log.clone())
+    }
+}
+
+impl AggrePlayPlus {
+    /// [`Strategy::replayer`], taking the log's lists over ([`AggrePlay::replayer_owned`]).
+    pub fn replayer_owned(&self, log: AggrePlayLog) -> AggrePlayPlusReplayer {
         let mut parts = Parts::ALL;
         match self.without {
             None => {}
@@ -110,7 +117,7 @@ impl Strategy for AggrePlayPlus {
             Some(Relation::LockOrder) => parts.lock = false,
         }
         AggrePlayPlusReplayer {
-            inner: AggrePlay.replayer(log),
+            inner: AggrePlay.replayer_owned(log),
             at_access: Some(parts),
             pending: HashMap::default(),
         }

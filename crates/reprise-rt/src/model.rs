@@ -105,9 +105,9 @@ pub fn init(flags: u64, log: &[u8], replay: bool) -> Result<(), &'static str> {
             1 | 3 => {
                 let l: AggrePlayLog = binlog::decode(log).map_err(|_| corrupt)?;
                 if which == 1 {
-                    Rep::Agg(AggrePlay.replayer(&l))
+                    Rep::Agg(AggrePlay.replayer_owned(l))
                 } else {
-                    Rep::AggP(AggrePlayPlus::default().replayer(&l))
+                    Rep::AggP(AggrePlayPlus::default().replayer_owned(l))
                 }
             }
             2 => {
