@@ -143,7 +143,7 @@ pub struct Chunk {
 /// recorded output compressed and decompresses it piece by piece as it compares). The
 /// payload is in memory, or left in the file
 /// ([`TraceReader::outputs_left_in_file`](crate::TraceReader::outputs_left_in_file)).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct RawChunk {
     /// Position of the chunk in the file, from 0.
     pub index: u64,
@@ -171,24 +171,6 @@ pub(crate) enum Payload {
         len: u32,
         crc: u32,
     },
-}
-
-impl PartialEq for Payload {
-    fn eq(&self, o: &Payload) -> bool {
-        match (self, o) {
-            (Payload::Here(a), Payload::Here(b)) => a == b,
-            (
-                Payload::InFile { file, at, len, crc },
-                Payload::InFile {
-                    file: f2,
-                    at: a2,
-                    len: l2,
-                    crc: c2,
-                },
-            ) => std::sync::Arc::ptr_eq(file, f2) && (at, len, crc) == (a2, l2, c2),
-            _ => false,
-        }
-    }
 }
 
 impl RawChunk {

@@ -226,11 +226,11 @@ fn reader(fd: OwnedFd, tx: mpsc::Sender<Msg>, wrap: fn(Vec<u8>) -> Msg) {
         // Up to the pipe's size at once (a program writing megabytes fills it between two
         // reads), into one buffer reused for every read; what was read is copied out into an
         // allocation of its own size (malloc's reused memory, never zeroed). Handing out the
-        // read buffer itself and allocating a fresh zeroed one cost more: zeroing 256 KiB for
-        // each of the runtime's event pieces of a few KiB was most of the launcher's work in a
-        // short recording (21 M instructions of `memset` of 25 M), and for a program writing
-        // megabytes to stdout each fresh buffer was new pages to fault in (zstd -c of 20 MB:
-        // 2,000 more page faults and 4% of the recording's CPU in the launcher's kernel time).
+        // read buffer itself needs a fresh one each time: zeroing 256 KiB for each of the
+        // runtime's event pieces of a few KiB was most of the launcher's work in a short
+        // recording (21 M instructions of `memset` of 25 M). For a program writing megabytes
+        // to stdout the copy measured the same as sending large reads in place (zstd -c of
+        // 20 MB: 9,200-9,700 page faults either way), and it keeps one path.
         let mut buf = vec![0u8; READ_CHUNK];
         loop {
             match f.read(&mut buf) {
