@@ -72,11 +72,16 @@ fn print_recording(h: &reprise_trace::Header, loaded: crate::replay::Loaded, rec
         )
     };
     if h.strategy == "ownership" {
+        let edges = rec.threads.values().flat_map(|t| &t.edges);
+        let marks = edges
+            .clone()
+            .filter(|p| reprise_proto::held_mark(p.value).is_some())
+            .count();
         println!(
-            "threads: {}   events: {}   ownership edges: {}",
+            "threads: {}   events: {}   ownership edges: {}   held-granule marks: {marks}",
             rec.nthreads(),
             events,
-            rec.threads.values().map(|t| t.edges.len()).sum::<usize>()
+            edges.count() - marks,
         );
     } else {
         println!(
@@ -174,11 +179,27 @@ fn print_records(rec: &crate::recording::Recording) {
             println!("  signal {} at entry {}", p.value, p.event);
         }
         for p in &t.edges {
-            let (src, sev) = reprise_proto::edge_source_parts(p.value);
-            println!(
-                "  edge into event {} after thread {src} event {sev}",
-                p.event
-            );
+            match reprise_proto::held_mark(p.value) {
+                Some((reprise_proto::RELEASE_IN_ACCESS, _)) => {
+                    println!("  held granules released before event {}", p.event)
+                }
+                Some((left, released)) => println!(
+                    "  hits stopped after event {} with {left} left{}",
+                    p.event,
+                    if released {
+                        ", held granules released"
+                    } else {
+                        ""
+                    }
+                ),
+                None => {
+                    let (src, sev) = reprise_proto::edge_source_parts(p.value);
+                    println!(
+                        "  edge into event {} after thread {src} event {sev}",
+                        p.event
+                    );
+                }
+            }
         }
         for (ev, b) in &t.data {
             println!("  data at event {ev}: {} bytes", b.len());

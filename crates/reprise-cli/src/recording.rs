@@ -21,7 +21,8 @@ pub struct ThreadRec {
     /// Asynchronous signal deliveries (runtime entry, signal) in order.
     pub signals: Vec<Pair>,
     /// Incoming ownership edges (event, packed source), in the order recorded (sorted by
-    /// event: a thread logs the edges of an event when it performs it).
+    /// event: a thread logs the edges of an event when it performs it), and the thread's
+    /// held-granule marks among them (`reprise_proto::held_mark`).
     pub edges: Vec<Pair>,
 }
 

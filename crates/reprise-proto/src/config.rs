@@ -198,6 +198,30 @@ pub const fn edge_source(tid: u32, events: u64) -> u64 {
     ((tid as u64) << EDGE_EVENT_BITS) | (events & ((1 << EDGE_EVENT_BITS) - 1))
 }
 
+/// An ownership edge list's entry that is not an edge but a mark of the thread's held granules
+/// (`ownership::held` in the runtime), which replay repeats: after this event, with `value &
+/// 0xffff_ffff` hits left, the thread's hits ran out, and (unless [`HELD_CUT_ONLY`] is set) it
+/// released its held granules. Its source thread is one no thread has (ids stay below
+/// `MAX_THREADS`).
+pub const EDGE_RELEASE: u64 = edge_source(0xffff, 0);
+
+/// Set in an [`EDGE_RELEASE`] entry whose thread kept its held granules (only its hits ran out:
+/// a requester stopped them, or the recording ended there).
+pub const HELD_CUT_ONLY: u64 = 1 << 32;
+
+/// The hits left of an [`EDGE_RELEASE`] entry logged inside an access's slow path: the entry's
+/// event is that access's, and the release empties the table before it.
+pub const RELEASE_IN_ACCESS: u32 = u32::MAX;
+
+/// An [`EDGE_RELEASE`] entry's (hits left, whether it released), or None for an edge.
+pub const fn held_mark(v: u64) -> Option<(u32, bool)> {
+    if v >> EDGE_EVENT_BITS == EDGE_RELEASE >> EDGE_EVENT_BITS {
+        Some((v as u32, v & HELD_CUT_ONLY == 0))
+    } else {
+        None
+    }
+}
+
 /// Unpack an edge source into (thread, completed events).
 pub const fn edge_source_parts(v: u64) -> (u32, u64) {
     (

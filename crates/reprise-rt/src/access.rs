@@ -90,6 +90,7 @@ pub fn count_event(t: &mut Thread, s: u64, pos: u64, k: u64) {
         .set(mix(t.sh().digest.get(), (pos << 20) ^ (s << 4) ^ k));
     t.sh().kinds[k as usize % KINDS].bump();
     let e = t.sh().events.load(Ordering::Relaxed) + 1;
+    crate::ownership::held::replay_releases(t, e);
     t.sh().events.store(e, Ordering::Relaxed);
     // The entry was counted by `entry::enter`: the event is not another.
     t.entry_bias = t.entry_bias.wrapping_sub(1);

@@ -29,6 +29,7 @@
 //! sleep or a semaphore wait may then return EINTR early; the outcome is recorded as any).
 #![allow(unsafe_code)]
 
+use crate::ownership::held;
 use crate::state::{self, Shared, Thread, IN_RT};
 use crate::sys;
 use core::ffi::c_int;
@@ -101,6 +102,14 @@ pub const STEAL_EVERY_NS: u64 = 50_000;
 /// atomic operation (`PEND_NONE` carries no event; the owner answers soon anyway).
 pub fn steal(x: &Shared, idx: u32) -> Option<u64> {
     if !barrier() {
+        return None;
+    }
+    // The held table before `pend`: the owner evicts a granule from it at the end of a
+    // callback whose `pend` it stored first, so a granule found gone comes with a `pend` read
+    // after it naming that callback or a later one, and the source below covers the hits on
+    // the granule before its eviction (read in the other order, an older `pend` would be taken
+    // with a table that no longer shows the granule just hit: counter_race replays diverged).
+    if held::in_window(x, idx) {
         return None;
     }
     let p = x.pend.load(Ordering::Acquire);
@@ -253,6 +262,10 @@ extern "C" fn on_signal(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut lib
         // A transfer takes the requested granule's whole window (`ownership::BATCH_SHIFT`).
         let shift = crate::ownership::BATCH_SHIFT;
         if except != u64::MAX && (w & 0xffff_ffff) >> shift == except >> shift {
+            continue;
+        }
+        // A held granule may be accessed without a callback (`ownership::held`).
+        if held::in_window(t, (w & 0xffff_ffff) as u32) {
             continue;
         }
         let serial = (w >> 32) & 0xffff;

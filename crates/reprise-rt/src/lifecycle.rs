@@ -179,6 +179,12 @@ fn final_checkpoint_of_others(me: u32, n: u32, skip: u32) {
             continue;
         }
         let (digest, e) = (o.digest.get(), o.events.load(Ordering::Acquire));
+        // Where among its hits the thread stopped (replay stops it there): still running
+        // (outside instrumented code, or preempted among its hits), or parked at an access a
+        // requester's stop sent to the slow path (replay, with no requester, would go on).
+        if !state::REPLAY.load(Ordering::Relaxed) {
+            crate::ownership::held::log_end(o);
+        }
         if e % state::CHECKPOINT.load(Ordering::Relaxed) != 0 {
             access::log_pair_of(tid, R_DIGEST, e, digest);
         }

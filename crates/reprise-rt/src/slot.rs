@@ -157,7 +157,28 @@ pub struct Shared {
     /// Replay: the thread id `gettid` gave the program (the recording's; 0 until it asks), so
     /// that a signal the program sends to that id reaches this thread (`reprise_real_tid`).
     pub given_tid: AtomicU32,
+    /// Ownership: hits the thread may still take before its next counted event
+    /// (`ownership::held`). Read by the ending thread to see a run of hits in progress.
+    pub hits_left: AtomicU32,
+    /// Ownership record: nonzero when a requester waits for a granule this thread may hold: no
+    /// access is a hit until the thread's next slow path (`ownership::held`).
+    pub held_stop: AtomicU32,
+    /// Ownership record: whether `held` has an entry since it was last cleared.
+    pub held_dirty: Mine<bool>,
+    /// Ownership record: inside an access's slow path (`ownership::access`), whose event is not
+    /// counted yet and may have logged its edges.
+    pub in_access: Mine<bool>,
+    /// Ownership: the granules whose accesses this thread takes as uncounted hits.
+    pub held: Held,
 }
+
+/// Entries of [`Shared::held`].
+pub const HELD: usize = 64;
+
+/// The granules a thread accesses without counting (`ownership::held`): per entry `granule << 1
+/// | writable` (0: empty), written by the thread alone, read by requesters (`handover::steal`).
+#[repr(C, align(64))]
+pub struct Held(pub [AtomicU64; HELD]);
 
 // The fast path's fields share one cache line (the slot, and the idle thread, are 64-aligned).
 const _: () = assert!(core::mem::offset_of!(Shared, sig_pending) + 8 <= 64);
@@ -198,6 +219,12 @@ pub struct Thread {
     pub parent: u32,
     /// Birth order among the parent's children.
     pub nth: u32,
+    /// Ownership replay: hits to take away once the current event is counted (a release the
+    /// recording logged at it, `ownership::held`), plus one; 0: none.
+    pub held_cut: u32,
+    /// Ownership replay: the event at whose start the held table empties (a release came before
+    /// it); 0: none.
+    pub held_clear_at: u64,
     /// Children created so far.
     pub children: u32,
     /// Replay cursor into this thread's recorded digests.

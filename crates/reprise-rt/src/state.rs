@@ -413,6 +413,7 @@ fn init_inner() -> u32 {
         sys::exit_group(125);
     }
     CHECKPOINT.store(c.checkpoint_interval, Ordering::Relaxed);
+    crate::ownership::held::enable(strategy == Strategy::Ownership && c.checkpoint_interval != 1);
     JITTER.store(c.jitter_seed, Ordering::Relaxed);
     let replay = c.mode == Mode::Replay as u32;
     REPLAY.store(replay, Ordering::Relaxed);
@@ -463,8 +464,14 @@ pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
         sh.own_me.set(tid + 1);
         sh.rdsh_seen.set(0);
         sh.own_replay.set(REPLAY.load(Ordering::Relaxed));
+        sh.held_dirty.set(false);
     }
+    crate::ownership::held::clear(sh);
+    sh.hits_left.store(0, Ordering::Relaxed);
+    sh.held_stop.store(0, Ordering::Relaxed);
     th.next_edge = 0;
+    th.held_cut = 0;
+    th.held_clear_at = 0;
     // Not started yet: no access in flight, so requests are granted without an answer.
     sh.mb.done.store(0, Ordering::Relaxed);
     sh.mb.free.store(1, Ordering::SeqCst);

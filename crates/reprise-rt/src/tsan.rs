@@ -10,7 +10,7 @@
 use crate::access::{self, kind};
 use crate::entry::enter;
 use crate::leap;
-use crate::ownership;
+use crate::ownership::{self, held};
 use crate::state::Strategy;
 use core::ffi::c_void;
 use core::sync::atomic::*;
@@ -36,8 +36,22 @@ fn access_at(addr: usize, size: usize, k: u64, fixed: bool) {
     // one, whose zero limit fails the gate: atomics only, never covered by a `&mut` (the fast
     // path makes no `&mut Thread`).
     let t = unsafe { &*crate::state::cur_or_idle() };
-    if let Some(e) = ownership::fast_gate(t, addr, size, k != kind::READ, fixed) {
+    let write = k != kind::READ;
+    if held::fits(addr, size, fixed) {
+        match held::probe(t, addr, write) {
+            held::Probe::Hit => {
+                held::hit_done(t, addr, size, k);
+                return;
+            }
+            held::Probe::Stopped => return slow_access(addr, size, k, fixed),
+            held::Probe::Miss => {}
+        }
+    }
+    if let Some(e) = ownership::fast_gate(t, addr, size, write, fixed) {
         ownership::fast_done(t, e, addr, size, k, fixed);
+        if fixed {
+            held::enter(t, addr, write);
+        }
         return;
     }
     slow_access(addr, size, k, fixed)
@@ -62,6 +76,10 @@ fn slow_access(addr: usize, size: usize, k: u64, fixed: bool) {
             let ev = ownership::access(t, &[(addr, size, k != kind::READ)]);
             let instead = (!fixed).then_some(k);
             ownership::finish_event(t, ev, addr, size, k, instead);
+            if fixed && (addr ^ (addr + size - 1)) >> ownership::GRANULE_SHIFT == 0 {
+                // The slow path took the granule (a whole one: no splits with held granules).
+                held::enter(t.sh(), addr, k != kind::READ);
+            }
         }
         Strategy::Model => {
             access::fold_pending(t);

@@ -140,6 +140,8 @@ fn count(t: &mut Thread, e: u64, k: u64) {
     let sh = t.sh();
     sh.kinds[k as usize % KINDS].bump();
     sh.events.store(e, Ordering::Release);
+    held::refill(sh);
+    held::replay_cut(t);
     t.entry_bias = t.entry_bias.wrapping_sub(1);
 }
 
@@ -152,6 +154,7 @@ fn count_fast(t: &Shared, e: u64, k: u64) {
         t.kinds[k as usize % KINDS].bump();
     }
     t.events.store(e, Ordering::Release);
+    held::refill(t);
 }
 
 /// Whether an access of `size` bytes at `addr` spans two granules. An access aligned to its
@@ -252,11 +255,16 @@ pub fn answer(t: &Shared) {
 
 #[cold]
 fn answer_now(t: &Shared) {
+    // The requester may take any of this thread's granules once answered: held ones too.
+    let released = held::release(t);
     t.mb.req.swap(0, Ordering::SeqCst);
     t.mb.ack_done
         .store(t.events.load(Ordering::Relaxed), Ordering::Release);
     t.mb.ack_seq.fetch_add(1, Ordering::SeqCst);
     handover::wake_requesters(t.tid.load(Ordering::Relaxed));
+    if released {
+        held::log_release(t);
+    }
 }
 
 /// Publish the completed events (a safe point) and answer requests.
@@ -270,6 +278,10 @@ pub fn publish(t: &Shared) {
 /// The thread stops accessing program memory until its next slow runtime entry (it blocks, makes
 /// a system call, exits or parks): requests are granted without an answer.
 pub fn set_free(t: &Shared) {
+    // A free thread's granules are taken without asking: held ones too.
+    if held::release(t) {
+        held::log_release(t);
+    }
     publish(t);
     t.mb.free.store(1, Ordering::SeqCst);
     t.fast_limit.store(0, Ordering::SeqCst);
@@ -314,6 +326,10 @@ pub fn recompute(t: &mut Thread) {
                 lim = lim.min(ti.final_events + 1);
             }
         }
+        if t.held_clear_at != 0 {
+            // The event after a release empties the held table (`held::replay_clear`).
+            lim = lim.min(t.held_clear_at);
+        }
         if t.next_sig_at != u64::MAX {
             let entries = t.entries();
             lim = if t.next_sig_at > entries {
@@ -326,6 +342,7 @@ pub fn recompute(t: &mut Thread) {
     t.sh().fast_limit.store(lim, Ordering::SeqCst);
     // A request (or the free state) that arrived while we computed must not be lost.
     if t.sh().mb.req.load(Ordering::SeqCst) != 0
+        || t.sh().held_stop.load(Ordering::SeqCst) != 0
         || t.sh().mb.free.load(Ordering::Relaxed) != 0
         || t.sh().sig_pending.load(Ordering::Relaxed) != 0
     {
@@ -399,6 +416,7 @@ fn mark_running(t: &Thread) {
         .store(ST_RUNNING, Ordering::SeqCst);
 }
 
+pub mod held;
 mod record;
 mod split;
 use record::acquire_ranges;
@@ -425,10 +443,14 @@ fn gate_replay(t: &mut Thread, e: u64) {
         set_free(t.sh());
         crate::leap::park_forever(t.tid, ST_AT_END);
     }
+    held::replay_clear(t, e);
     let edges = state::pairs(ti.edges_off, ti.edges_len);
     while let Some(p) = edges.get(t.next_edge) {
         if p.event > e {
             break;
+        }
+        if held::replay_mark(t, e, p) {
+            continue;
         }
         let (x, s) = edge_source_parts(p.value);
         if p.event < e || x as usize >= MAX_THREADS {
@@ -474,6 +496,11 @@ fn gate_replay(t: &mut Thread, e: u64) {
 /// take every granule of `ranges` ((address, size, write) of what the access touches);
 /// replay: wait for the edges into this event. Returns the event number.
 pub fn access(t: &mut Thread, ranges: &[(usize, usize, bool)]) -> u64 {
+    // SAFETY: the current thread's own shared part (see `held::release`).
+    unsafe { t.sh().in_access.set(true) };
+    if !t.own_replay() {
+        held::unstop(t.sh());
+    }
     // A safe point: every earlier access is complete.
     access::fold_pending(t);
     crate::leap::release_held(t);
@@ -496,6 +523,8 @@ pub fn access(t: &mut Thread, ranges: &[(usize, usize, bool)]) -> u64 {
         }
         acquire_ranges(t, ranges, e);
     }
+    // SAFETY: as above.
+    unsafe { t.sh().in_access.set(false) };
     e
 }
 

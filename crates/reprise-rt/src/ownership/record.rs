@@ -22,6 +22,7 @@ pub(super) fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
     let q0 = xs.mb.ack_seq.load(Ordering::SeqCst);
     xs.mb.req.store(1, Ordering::SeqCst);
     xs.fast_limit.store(0, Ordering::SeqCst);
+    super::held::stop(xs);
     if xs.mb.sleeping.load(Ordering::SeqCst) != 0 {
         // The owner itself waits for someone: it answers requests, once awake.
         xs.mb.wake.fetch_add(1, Ordering::SeqCst);

@@ -103,7 +103,8 @@ static LAST_TAKE: [AtomicU64; 1 << 20] = [const { AtomicU64::new(0) }; 1 << 20];
 /// of two threads writing disjoint bytes of it in turn: the previous write transfer of the slot
 /// was `x` taking it from `me` for sub-granules that `subs` does not touch.
 pub(super) fn false_sharing(idx: u32, me: u32, x: u32, subs: u32) -> bool {
-    if me + 1 >= SUB_LOCKED || x + 1 >= SUB_LOCKED {
+    // A thread holding a line (`held`) may access all of it without a callback.
+    if me + 1 >= SUB_LOCKED || x + 1 >= SUB_LOCKED || super::held::on() {
         return false;
     }
     let cell = &LAST_TAKE[(idx as usize) & (LAST_TAKE.len() - 1)];
