@@ -63,6 +63,7 @@ fn this_thread() -> Option<&'static mut Thread> {
 /// and the caller ends the thread (`cancel_now` in the C shim). Always 0 while recording.
 #[no_mangle]
 pub extern "C" fn reprise_cancel_point() -> c_int {
+    crate::ownership::held::end_run();
     if !state::REPLAY.load(Ordering::Relaxed) {
         return 0;
     }

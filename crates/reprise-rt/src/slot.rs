@@ -168,6 +168,13 @@ pub struct Shared {
     /// Ownership record: inside an access's slow path (`ownership::access`), whose event is not
     /// counted yet and may have logged its edges.
     pub in_access: Mine<bool>,
+    /// Ownership replay: the event after which the recording released its held granules with
+    /// hits still to take (0: none): until they are taken, the count is not published
+    /// (`held::holds_back`).
+    pub rel_after: Mine<u64>,
+    /// Ownership replay: the event whose slow path released the recording's held granules, the
+    /// next one (0: none): until it is reached, the count before it is not published.
+    pub rel_in: Mine<u64>,
     /// Ownership: the granules whose accesses this thread takes as uncounted hits.
     pub held: Held,
 }

@@ -465,6 +465,8 @@ pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
         sh.rdsh_seen.set(0);
         sh.own_replay.set(REPLAY.load(Ordering::Relaxed));
         sh.held_dirty.set(false);
+        sh.rel_after.set(0);
+        sh.rel_in.set(0);
     }
     crate::ownership::held::clear(sh);
     sh.hits_left.store(0, Ordering::Relaxed);

@@ -108,6 +108,20 @@ pub fn hit_done(t: &Shared, addr: usize, size: usize, k: u64) {
     digest_access(t, addr, size, k, true);
 }
 
+/// A cancellation point (both modes, `cancel::reprise_cancel_point`): the thread's next access
+/// is counted. A cancellation is found again in replay by the event count where its call began
+/// (`cancel::marked_here`); the hits between two calls of a loop (thread_exit's `bump(1);
+/// pthread_testcancel()`) would give many calls one count, and replay would end the thread at
+/// the first of them.
+pub fn end_run() {
+    // SAFETY: this thread's own shared part, or the idle one (whose hits are never taken: its
+    // table is empty), written by atomics only.
+    let t = unsafe { &*state::cur_or_idle() };
+    if t.hits_left.load(Ordering::Relaxed) != 0 {
+        t.hits_left.store(0, Ordering::Relaxed);
+    }
+}
+
 /// A counted event: the thread may take [`HITS`] hits again.
 #[inline(always)]
 pub fn refill(t: &Shared) {
@@ -222,6 +236,74 @@ pub fn replay_release(t: &mut Thread, e: u64, left: u32, released: bool) {
     t.held_cut = left + 1;
     if released {
         t.held_clear_at = e + 1;
+        // SAFETY: the current thread's own shared part.
+        unsafe { t.sh().rel_after.set(e) };
+    }
+}
+
+/// Replay: whether publishing the count now would tell waiting threads too early that this
+/// thread passed its recorded answer. The recording's release (and its answer, or its turning
+/// free, whose source is the count) came after some hits, and the thread's runtime entries
+/// between its last event and that point publish the same count (`pthread_testcancel` between
+/// the hits of thread_exit's busy loop): a thread waiting for that count must wait for the
+/// release point, which the recording's mark gives: once the hits up to it are taken (after
+/// `rel_after`), or once the access whose slow path released is reached (`rel_in`).
+#[inline]
+pub fn holds_back(t: &Shared) -> bool {
+    // SAFETY: the current thread's own shared part (`publish` is called for it alone).
+    let (after, inn) = unsafe { (t.rel_after.get(), t.rel_in.get()) };
+    if after == 0 && inn == 0 {
+        return false;
+    }
+    let e = t.events.load(Ordering::Relaxed);
+    (after != 0 && e == after && t.hits_left.load(Ordering::Relaxed) > 0) || inn == e + 1
+}
+
+/// Replay (the thread's next-edge cursor moved): note a release inside the slow path of the
+/// next access to come (`rel_in`), which [`holds_back`] waits for.
+pub fn note_release_in(t: &mut Thread) {
+    let Some(ti) = state::thread_index(t.tid) else {
+        return;
+    };
+    // Among the entries of the next event with any (its edges may come first).
+    let edges = &state::pairs(ti.edges_off, ti.edges_len)[t.next_edge.min(ti.edges_len as usize)..];
+    let next = edges.first().map_or(0, |p| p.event);
+    let release_in = edges
+        .iter()
+        .take_while(|p| p.event == next)
+        .any(|p| held_mark(p.value).is_some_and(|(l, _)| l == RELEASE_IN_ACCESS));
+    let at = if release_in { next } else { 0 };
+    // SAFETY: the current thread's own shared part.
+    unsafe { t.sh().rel_in.set(at) };
+}
+
+/// The slow path of an access (`ownership::access`) begins: record, unstop the thread's hits;
+/// replay, pass the release point of a release inside it.
+pub fn access_begins(t: &mut Thread) {
+    // SAFETY: the current thread's own shared part (see `release`).
+    unsafe { t.sh().in_access.set(true) };
+    if t.own_replay() {
+        reached_release_in(t);
+    } else {
+        unstop(t.sh());
+    }
+}
+
+/// The slow path of an access has taken what it needs (its event is counted next).
+pub fn access_ends(t: &mut Thread) {
+    // SAFETY: as in `access_begins`.
+    unsafe { t.sh().in_access.set(false) };
+}
+
+/// Replay, in the slow path of an access: it is the release point of a release noted by
+/// [`note_release_in`] for it, if any.
+fn reached_release_in(t: &mut Thread) {
+    let e = t.sh().events.load(Ordering::Relaxed) + 1;
+    // SAFETY: the current thread's own shared part.
+    unsafe {
+        if t.sh().rel_in.get() == e {
+            t.sh().rel_in.set(0);
+        }
     }
 }
 
@@ -231,6 +313,8 @@ pub fn replay_clear(t: &mut Thread, e: u64) {
     if t.held_clear_at != 0 && e >= t.held_clear_at {
         clear(t.sh());
         t.held_clear_at = 0;
+        // SAFETY: the current thread's own shared part.
+        unsafe { t.sh().rel_after.set(0) };
     }
 }
 

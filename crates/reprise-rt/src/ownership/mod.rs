@@ -270,8 +270,10 @@ fn answer_now(t: &Shared) {
 /// Publish the completed events (a safe point) and answer requests.
 #[inline(always)]
 pub fn publish(t: &Shared) {
-    t.mb.done
-        .store(t.events.load(Ordering::Relaxed), Ordering::Release);
+    if !held::holds_back(t) {
+        t.mb.done
+            .store(t.events.load(Ordering::Relaxed), Ordering::Release);
+    }
     answer(t);
 }
 
@@ -297,6 +299,9 @@ pub fn set_free_tid(tid: u32) {
 pub fn recompute(t: &mut Thread) {
     if state::strategy() != state::Strategy::Ownership {
         return;
+    }
+    if t.own_replay() && held::on() {
+        held::note_release_in(t);
     }
     let every = state::CHECKPOINT.load(Ordering::Relaxed);
     let e = t.sh().events.load(Ordering::Relaxed);
@@ -496,11 +501,7 @@ fn gate_replay(t: &mut Thread, e: u64) {
 /// take every granule of `ranges` ((address, size, write) of what the access touches);
 /// replay: wait for the edges into this event. Returns the event number.
 pub fn access(t: &mut Thread, ranges: &[(usize, usize, bool)]) -> u64 {
-    // SAFETY: the current thread's own shared part (see `held::release`).
-    unsafe { t.sh().in_access.set(true) };
-    if !t.own_replay() {
-        held::unstop(t.sh());
-    }
+    held::access_begins(t);
     // A safe point: every earlier access is complete.
     access::fold_pending(t);
     crate::leap::release_held(t);
@@ -523,8 +524,7 @@ pub fn access(t: &mut Thread, ranges: &[(usize, usize, bool)]) -> u64 {
         }
         acquire_ranges(t, ranges, e);
     }
-    // SAFETY: as above.
-    unsafe { t.sh().in_access.set(false) };
+    held::access_ends(t);
     e
 }
 
