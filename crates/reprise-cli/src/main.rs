@@ -79,6 +79,11 @@ enum Cmd {
         /// Do not catch the program's other system calls with Syscall User Dispatch.
         #[arg(long)]
         no_sud: bool,
+        /// Ownership: take a thread's repeated accesses to the granules it holds without
+        /// counting them (faster on kernels whose data stays with a thread; slower where data
+        /// migrates or is falsely shared, whose lines it cannot split). Kept in the trace.
+        #[arg(long)]
+        held_granules: bool,
         /// Record up to N runs and keep the first whose program fails (non-zero status, a
         /// signal, a deadlock); the passing runs' traces are deleted. Exits with its status.
         #[arg(long, value_name = "N")]
@@ -196,6 +201,7 @@ fn main() {
             hash_reads,
             portable,
             no_sud,
+            held_granules,
             until_fail,
             until_status,
             until_output,
@@ -215,6 +221,7 @@ fn main() {
                 hash_reads,
                 portable,
                 no_sud,
+                held_granules,
                 until_fail,
                 until_status,
                 until_output,

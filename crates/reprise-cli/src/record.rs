@@ -35,6 +35,8 @@ pub struct RecordOpts {
     pub portable: bool,
     /// Turn Syscall User Dispatch off.
     pub no_sud: bool,
+    /// Ownership's held granules (`FLAG_HELD`).
+    pub held_granules: bool,
     /// `--mode`: None picks full when the program holds the runtime, else sync.
     pub mode: Option<crate::options::Mode>,
 }
@@ -347,6 +349,7 @@ fn record_header(
             ("hash_reads".to_string(), o.hash_reads.to_string()),
             ("portable".to_string(), o.portable.to_string()),
             ("sud".to_string(), (!o.no_sud).to_string()),
+            ("held".to_string(), o.held_granules.to_string()),
             ("chaos_seed".to_string(), chaos.to_string()),
             ("mode".to_string(), mode.name().to_string()),
             (
@@ -379,6 +382,11 @@ fn record_flags(o: &RecordOpts, strategy: crate::options::Strategy, sync: bool) 
         }
         | if o.no_sud {
             reprise_proto::FLAG_NO_SUD
+        } else {
+            0
+        }
+        | if o.held_granules {
+            reprise_proto::FLAG_HELD
         } else {
             0
         }

@@ -310,6 +310,11 @@ fn replay_flags(header: &reprise_trace::Header, strategy_flag: u64, sync: bool) 
             0
         }
         | if sync { reprise_proto::FLAG_SYNC } else { 0 }
+        | if header.extra.get("held").is_some_and(|v| v == "true") {
+            reprise_proto::FLAG_HELD
+        } else {
+            0
+        }
 }
 
 /// Say what a verified replay verified (a cut-short recording: up to its cut; the attempt

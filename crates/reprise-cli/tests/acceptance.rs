@@ -84,3 +84,51 @@ fn crash_sometimes(compiler: &str) {
         replay_verified(&w, r, How::Jitter(7));
     }
 }
+
+/// Ownership's held granules (`reprise record --held-granules`): the programs whose replays
+/// diverged while they were built (racy counters, false sharing with a race, static guards,
+/// cancellation in a busy loop, an end in the middle of the threads' work), recorded 10 times
+/// each, every recording replayed plainly, on one CPU and jittered; racy ones still show
+/// different outcomes.
+mod held_granules {
+    use super::*;
+
+    fn held(name: &str) {
+        record_replay_all_ways(name, "gcc", 10, &["--held-granules"]);
+    }
+
+    #[test]
+    fn counter_race() {
+        held("counter_race");
+    }
+
+    #[test]
+    fn check_then_act() {
+        held("check_then_act");
+    }
+
+    #[test]
+    fn false_share() {
+        held("false_share");
+    }
+
+    #[test]
+    fn local_static() {
+        held("local_static");
+    }
+
+    #[test]
+    fn thread_exit() {
+        held("thread_exit");
+    }
+
+    #[test]
+    fn exit_after_create() {
+        held("exit_after_create");
+    }
+
+    #[test]
+    fn prodcons() {
+        held("prodcons");
+    }
+}

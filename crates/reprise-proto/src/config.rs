@@ -93,6 +93,9 @@ pub const FLAG_NO_SUD: u64 = 2;
 /// unmodified program (no memory-access callbacks); it removes `LD_PRELOAD` from the
 /// program's environment at start.
 pub const FLAG_SYNC: u64 = 64;
+/// Ownership's held granules are on (`reprise record --held-granules`; the runtime's
+/// `ownership::held`), in record and in replay alike.
+pub const FLAG_HELD: u64 = 256;
 
 /// Where one stripe's access vector lives in the config memfd.
 #[repr(C)]

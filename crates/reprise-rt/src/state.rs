@@ -413,7 +413,9 @@ fn init_inner() -> u32 {
         sys::exit_group(125);
     }
     CHECKPOINT.store(c.checkpoint_interval, Ordering::Relaxed);
-    crate::ownership::held::enable(strategy == Strategy::Ownership && c.checkpoint_interval != 1);
+    crate::ownership::held::enable(
+        strategy == Strategy::Ownership && c.checkpoint_interval != 1 && c.flags & FLAG_HELD != 0,
+    );
     JITTER.store(c.jitter_seed, Ordering::Relaxed);
     let replay = c.mode == Mode::Replay as u32;
     REPLAY.store(replay, Ordering::Relaxed);
