@@ -37,7 +37,8 @@ fn access_at(addr: usize, size: usize, k: u64, fixed: bool) {
     // path makes no `&mut Thread`).
     let t = unsafe { &*crate::state::cur_or_idle() };
     let write = k != kind::READ;
-    if held::fits(addr, size, fixed) {
+    // One flag for the default (held granules off): the table is not looked at.
+    if held::on_in_callback() && held::fits(addr, size, fixed) {
         match held::probe(t, addr, write) {
             held::Probe::Hit => {
                 held::hit_done(t, addr, size, k);
