@@ -37,8 +37,15 @@ fn access_at(addr: usize, size: usize, k: u64, fixed: bool) {
     // path makes no `&mut Thread`).
     let t = unsafe { &*crate::state::cur_or_idle() };
     let write = k != kind::READ;
-    // One flag for the default (held granules off): the table is not looked at.
-    if held::on_in_callback() && held::fits(addr, size, fixed) {
+    // One flag test for the default (held granules off), which never looks at the table.
+    if !held::on_in_callback() {
+        if let Some(e) = ownership::fast_gate(t, addr, size, write, fixed) {
+            ownership::fast_done(t, e, addr, size, k, fixed);
+            return;
+        }
+        return slow_access(addr, size, k, fixed);
+    }
+    if held::fits(addr, size, fixed) {
         match held::probe(t, addr, write) {
             held::Probe::Hit => {
                 held::hit_done(t, addr, size, k);
