@@ -361,6 +361,10 @@ pub fn clear(t: &Shared) {
 /// process-wide barrier (`handover::steal`): an entry stored before it is seen, and one stored
 /// after it comes from a callback whose pending access names the window.
 pub fn in_window(t: &Shared, idx: u32) -> bool {
+    if !on() {
+        // Off (the default): no table to scan on a steal or in the handover handler.
+        return false;
+    }
     let w = idx >> BATCH_SHIFT;
     t.held.0.iter().any(|e| {
         let c = e.load(Ordering::Acquire);
@@ -394,11 +398,9 @@ pub fn replay_releases(t: &mut Thread, e: u64) {
     };
     let edges = state::pairs(ti.edges_off, ti.edges_len);
     while let Some(p) = edges.get(t.next_edge) {
-        let Some((left, released)) = held_mark(p.value).filter(|_| p.event == e) else {
+        if !replay_mark(t, e, p) {
             break;
-        };
-        replay_release(t, e, left, released);
-        t.next_edge += 1;
+        }
     }
     // Count events leave the hits left alone: a mark logged at this event (here, or by the
     // slow path of the access it made first: a static guard's) takes effect now.
