@@ -134,9 +134,9 @@ fn list_key(exe: &Path, cwd: &Path, env: &[Vec<u8>]) -> Option<String> {
     Some(format!("{:016x}", h.digest()))
 }
 
-/// The cache of loader answers, beside the hash cache: `KEY DIRS-IDENTITY PATH\0PATH...` lines.
+/// The cache of loader answers, beside the hash cache: for each key, `DIRS-IDENTITY PATH\0PATH...`.
 fn list_cache() -> Option<PathBuf> {
-    crate::tracedir::cache_dir().map(|d| d.join("libs"))
+    crate::kvcache::dir("libs.d", "libs")
 }
 
 /// The identity of the directories the libraries were found in (a library added to one of them
@@ -153,16 +153,8 @@ fn dirs_ident(cwd: &Path, libs: &[Vec<u8>]) -> String {
 
 /// A remembered loader answer for `key`, if its libraries and their directories are unchanged.
 fn cached_list(key: &str, cwd: &Path) -> Option<Vec<Vec<u8>>> {
-    let text = std::fs::read(list_cache()?).ok()?;
-    // The latest line for `key` (found by a forward substring search, the vectorised
-    // direction: the file is up to 1 MiB).
-    let at = memchr::memmem::find_iter(&text, format!("\n{key} ").as_bytes())
-        .last()
-        .map(|i| i + 1)
-        .or_else(|| text.starts_with(format!("{key} ").as_bytes()).then_some(0))?;
-    let line = text[at..].split(|&b| b == b'\n').next()?;
-    let rest = &line[key.len() + 1..];
-    let (dirs, paths) = rest.split_at(rest.iter().position(|&b| b == b' ')?);
+    let entry = crate::kvcache::get(&list_cache()?, key.as_bytes())?;
+    let (dirs, paths) = entry.split_at(entry.iter().position(|&b| b == b' ')?);
     let libs: Vec<Vec<u8>> = paths[1..]
         .split(|&b| b == 0)
         .filter(|p| !p.is_empty())
@@ -171,18 +163,16 @@ fn cached_list(key: &str, cwd: &Path) -> Option<Vec<Vec<u8>>> {
     (dirs == dirs_ident(cwd, &libs).as_bytes()).then_some(libs)
 }
 
-/// Remember the loader's answer for `key` (appended in one write; the file starts over when
-/// large). A cache that cannot be written only costs the loader's run next time.
+/// Remember the loader's answer for `key`. A cache that cannot be written only costs the
+/// loader's run next time.
 fn remember_list(key: &str, cwd: &Path, libs: &[Vec<u8>]) {
-    let Some(path) = list_cache() else { return };
-    if libs.iter().any(|l| l.contains(&b'\n') || l.contains(&0)) {
+    let Some(dir) = list_cache() else { return };
+    if libs.iter().any(|l| l.contains(&0)) {
         return;
     }
-    let mut line = format!("{key} {} ", dirs_ident(cwd, libs)).into_bytes();
-    line.extend_from_slice(&libs.join(&0u8));
-    line.push(b'\n');
-    let fresh = std::fs::metadata(&path).is_ok_and(|m| m.len() > 1 << 20);
-    crate::hashcache::append_line(&path, &line, fresh);
+    let mut entry = format!("{} ", dirs_ident(cwd, libs)).into_bytes();
+    entry.extend_from_slice(&libs.join(&0u8));
+    crate::kvcache::put(&dir, key.as_bytes(), &entry);
 }
 
 /// The libraries the program's loader lists (paths as it printed them).

@@ -10,6 +10,7 @@ mod cc;
 mod exit;
 mod hashcache;
 mod info;
+mod kvcache;
 mod launch;
 mod libs;
 mod options;
