@@ -8,6 +8,12 @@
 //! Allocations by threads the runtime does not know (before start-up, foreign threads) use a
 //! shared orphan window under a spinlock.
 //!
+//! A block's header holds the thread that allocated it and that thread's count of allocations
+//! so far ([`stable_id`]): the identity by which sync mode orders a synchronisation object on
+//! the heap. Its address may differ in replay: which thread frees a block last can be decided
+//! by an atomic reference count (`std::shared_ptr`), invisible to sync mode, and that thread's
+//! free list then gets the block back.
+//!
 //! Large blocks (from [`LARGE_MIN`], or any block once the thread's window is full) come from one
 //! region shared by all threads ([`LARGE_ADDR`], 24 TiB of address space): each is mapped on
 //! demand at its own address and unmapped when freed, as glibc maps its large chunks, so a
@@ -23,7 +29,7 @@
 use crate::layout::*;
 use crate::state::{self, RtGuard};
 use core::ffi::{c_int, c_void};
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 const HDR: usize = 16;
 const SMALL_STEP: usize = 16;
@@ -39,6 +45,8 @@ struct Heap {
     bump: usize,
     mapped: bool,
     free: [usize; NCLASS + 1],
+    /// Allocations made by the window's thread so far (the orphan window's: by unknown threads).
+    allocs: u64,
 }
 
 static ORPHAN_LOCK: AtomicBool = AtomicBool::new(false);
@@ -59,13 +67,14 @@ fn class_of(n: usize) -> (usize, usize) {
     }
 }
 
+/// Which windows (and their block-start bitmaps) are mapped.
+static MAPPED: [AtomicBool; MAX_THREADS + 1] = [const { AtomicBool::new(false) }; MAX_THREADS + 1];
+
 fn heap_for(idx: usize) -> Option<&'static mut Heap> {
     let base = HEAPS_ADDR + idx as u64 * HEAP_WIN;
     // SAFETY: the window is ours alone; its first page holds the Heap once mapped.
     let h = base as *mut Heap;
     // Map lazily: the whole window is reserved NORESERVE at the fixed address.
-    static MAPPED: [AtomicBool; MAX_THREADS + 1] =
-        [const { AtomicBool::new(false) }; MAX_THREADS + 1];
     if !MAPPED[idx].load(Ordering::Acquire) {
         if crate::sys::mmap_fixed(
             base,
@@ -76,6 +85,11 @@ fn heap_for(idx: usize) -> Option<&'static mut Heap> {
         )
         .is_err()
         {
+            return None;
+        }
+        let starts = HEAP_STARTS_ADDR + idx as u64 * HEAP_STARTS_WIN;
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        if crate::sys::mmap_fixed(starts, HEAP_STARTS_WIN, prot, -1, false).is_err() {
             return None;
         }
         // SAFETY: freshly mapped, zeroed, owned by this thread.
@@ -134,16 +148,82 @@ fn alloc_small(n: usize) -> *mut c_void {
                 return core::ptr::null_mut();
             }
             h.bump = end;
+            mark_start(idx, b);
             b
         };
+        h.allocs += 1;
         // SAFETY: b is a block header inside this window.
         unsafe {
             *(b as *mut u32) = MAGIC;
             *((b + 4) as *mut u32) = c as u32;
-            *((b + 8) as *mut usize) = 0;
+            *((b + 8) as *mut u64) = ((idx as u64) << ALLOCS_BITS) | (h.allocs & ALLOCS_MASK);
         }
         (b + HDR) as *mut c_void
     })
+}
+
+/// Bits of a small block's header word that count its thread's allocations (the thread's
+/// window index is above them).
+const ALLOCS_BITS: u32 = 48;
+const ALLOCS_MASK: u64 = (1 << ALLOCS_BITS) - 1;
+
+/// The word of window `idx`'s block-start bitmap holding the bit of byte `a` of the window.
+fn start_word(idx: usize, a: usize) -> &'static AtomicU64 {
+    let unit = (a as u64 - (HEAPS_ADDR + idx as u64 * HEAP_WIN)) / HDR as u64;
+    let w = HEAP_STARTS_ADDR + idx as u64 * HEAP_STARTS_WIN + unit / 64 * 8;
+    // SAFETY: the bitmap of a window is mapped with the window (`heap_for`), and `a` lies in
+    // the window; its words are only accessed atomically.
+    unsafe { &*(w as *const AtomicU64) }
+}
+
+/// Mark block header `b` of window `idx` as a block start (a block carved from the bump
+/// pointer keeps its start for good: freed blocks are reused whole, by size class). Only the
+/// window's thread carves its blocks (the orphan window's, under its lock).
+fn mark_start(idx: usize, b: usize) {
+    let w = start_word(idx, b);
+    let bit = 1u64 << ((b - HEAPS_ADDR as usize) / HDR % 64);
+    w.store(w.load(Ordering::Relaxed) | bit, Ordering::Release);
+}
+
+/// Words of the bitmap [`stable_id`] searches back for a block's start (64 KiB of heap).
+const START_SEARCH: usize = 64;
+
+/// A run-independent identity of byte `a` when it lies in a small heap block: the thread that
+/// allocated the block and the number of that thread's allocation, and the offset in the
+/// block (see the module docs); None elsewhere (then its address is its identity).
+pub fn stable_id(a: usize) -> Option<u64> {
+    let off = (a as u64).checked_sub(HEAPS_ADDR)?;
+    let idx = (off / HEAP_WIN) as usize;
+    // The windows of high thread numbers overlap the executable's mappings: only a mapped
+    // window is one.
+    if idx > ORPHAN_HEAP
+        || !MAPPED[idx].load(Ordering::Acquire)
+        || a < HEAPS_ADDR as usize + idx * HEAP_WIN as usize + 4096 + HDR
+    {
+        return None;
+    }
+    // The last block start at or before `a - HDR` (a payload byte lies past its header).
+    let last = a - HDR;
+    let unit = (last - HEAPS_ADDR as usize) / HDR;
+    let mut bits = start_word(idx, last).load(Ordering::Acquire) & (u64::MAX >> (63 - unit % 64));
+    let mut word = last;
+    for _ in 0..START_SEARCH {
+        if bits != 0 {
+            let b = (word - HEAPS_ADDR as usize) / (64 * HDR) * (64 * HDR)
+                + (63 - bits.leading_zeros() as usize) * HDR
+                + HEAPS_ADDR as usize;
+            // SAFETY: `b` is a block start of this window (its bit is set once it is carved).
+            let (m, id) = unsafe { (*(b as *const u32), *((b + 8) as *const u64)) };
+            return (m == MAGIC && a < b + usable(b, b + HDR) + HDR)
+                .then(|| id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (a - b) as u64);
+        }
+        word = word.checked_sub(64 * HDR)?;
+        if word < HEAPS_ADDR as usize + idx * HEAP_WIN as usize {
+            return None;
+        }
+        bits = start_word(idx, word).load(Ordering::Acquire);
+    }
+    None
 }
 
 /// Header of block `p`, following an aligned block to its real start.

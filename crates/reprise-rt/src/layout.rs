@@ -26,6 +26,11 @@ pub const HEAPS_ADDR: u64 = 0x2000_0000_0000;
 pub const HEAP_WIN: u64 = 1 << 34;
 /// Heap window of allocations made by threads the runtime does not know (shared, locked).
 pub const ORPHAN_HEAP: usize = MAX_THREADS; // one past the last thread window
+/// Per-window bitmaps of where the heap's small blocks start (`heap::stable_id`): one bit per
+/// 16 bytes of a heap window, window `w`'s at `HEAP_STARTS_ADDR + w*HEAP_STARTS_WIN`.
+pub const HEAP_STARTS_ADDR: u64 = 0x4000_0000_0000;
+/// Size of one window's block-start bitmap.
+pub const HEAP_STARTS_WIN: u64 = HEAP_WIN / 128;
 /// Per-thread stack windows: thread `t`'s stack lives in `[STACKS_ADDR + t*STACK_WIN, +STACK_WIN)`.
 pub const STACKS_ADDR: u64 = 0x6100_0000_0000;
 /// Size of one stack window.

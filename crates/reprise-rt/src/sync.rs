@@ -55,9 +55,21 @@ pub fn take_obj(t: &mut Thread, obj: *const c_void, k: u64) {
         // Same event number as the stripe's turn below (the edge gates this event in replay).
         ownership_take(t, obj as usize);
     }
-    let s = leap::stripe_of_addr(obj as usize);
+    let s = object_stripe(obj as usize);
     let pos = leap::take(t, s);
     access::count_event(t, s as u64, pos, k);
+}
+
+/// The stripe of synchronisation object `obj`: by its address, but in sync mode by its heap
+/// block's identity when it lies in one (`heap::stable_id`: its address may differ in replay).
+fn object_stripe(obj: usize) -> u32 {
+    match crate::preload::sync()
+        .then(|| crate::heap::stable_id(obj))
+        .flatten()
+    {
+        Some(id) => leap::stripe_of_granule(id as usize),
+        None => leap::stripe_of_addr(obj),
+    }
 }
 
 fn ownership_take(t: &mut Thread, addr: usize) {
