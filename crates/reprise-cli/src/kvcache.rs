@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 /// Entries a cache directory holds before it starts over (checked at one write in 16).
-const MAX_ENTRIES: usize = 4096;
+const MAX_ENTRIES: usize = 1024;
 
 /// The cache directory `name` (created if needed); None when there is no cache directory (then
 /// nothing is remembered). `legacy`: the single-file cache this one replaces, removed when the
