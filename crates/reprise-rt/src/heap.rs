@@ -67,8 +67,11 @@ fn class_of(n: usize) -> (usize, usize) {
     }
 }
 
-/// Which windows (and their block-start bitmaps) are mapped.
+/// Which windows are mapped.
 static MAPPED: [AtomicBool; MAX_THREADS + 1] = [const { AtomicBool::new(false) }; MAX_THREADS + 1];
+/// Which windows' block-start bitmaps are mapped (a window whose bitmap could not be is used
+/// without: its blocks have no [`stable_id`]).
+static STARTS: [AtomicBool; MAX_THREADS + 1] = [const { AtomicBool::new(false) }; MAX_THREADS + 1];
 
 fn heap_for(idx: usize) -> Option<&'static mut Heap> {
     let base = HEAPS_ADDR + idx as u64 * HEAP_WIN;
@@ -89,8 +92,8 @@ fn heap_for(idx: usize) -> Option<&'static mut Heap> {
         }
         let starts = HEAP_STARTS_ADDR + idx as u64 * HEAP_STARTS_WIN;
         let prot = libc::PROT_READ | libc::PROT_WRITE;
-        if crate::sys::mmap_fixed(starts, HEAP_STARTS_WIN, prot, -1, false).is_err() {
-            return None;
+        if crate::sys::mmap_fixed(starts, HEAP_STARTS_WIN, prot, -1, false).is_ok() {
+            STARTS[idx].store(true, Ordering::Release);
         }
         // SAFETY: freshly mapped, zeroed, owned by this thread.
         unsafe { (*h).bump = base as usize + 4096 };
@@ -180,6 +183,9 @@ fn start_word(idx: usize, a: usize) -> &'static AtomicU64 {
 /// pointer keeps its start for good: freed blocks are reused whole, by size class). Only the
 /// window's thread carves its blocks (the orphan window's, under its lock).
 fn mark_start(idx: usize, b: usize) {
+    if !STARTS[idx].load(Ordering::Relaxed) {
+        return;
+    }
     let w = start_word(idx, b);
     let bit = 1u64 << ((b - HEAPS_ADDR as usize) / HDR % 64);
     w.store(w.load(Ordering::Relaxed) | bit, Ordering::Release);
@@ -197,7 +203,7 @@ pub fn stable_id(a: usize) -> Option<u64> {
     // The windows of high thread numbers overlap the executable's mappings: only a mapped
     // window is one.
     if idx > ORPHAN_HEAP
-        || !MAPPED[idx].load(Ordering::Acquire)
+        || !STARTS[idx].load(Ordering::Acquire)
         || a < HEAPS_ADDR as usize + idx * HEAP_WIN as usize + 4096 + HDR
     {
         return None;
