@@ -84,7 +84,9 @@ race_free_tests!(
     kill_self,
     // Which thread frees a job's memory is decided by an atomic reference count: a heap
     // object's address may differ in replay, its identity (`heap::stable_id`) does not.
-    future_pool
+    future_pool,
+    // A signal the program sends itself is delivered after its sending (lbzip2 -d).
+    self_signal
 );
 
 /// Racy programs built with plain gcc/g++ (data races, or inline atomics sync mode cannot

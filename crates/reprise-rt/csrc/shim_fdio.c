@@ -249,8 +249,10 @@ static long do_read(int fd, void *buf, size_t n, long (*real)(int, void *, size_
     if (cls == IO_EMULATE) {
         long r = -1;
         int e = 0;
+        /* What the read's SIGSYS would do, without the signal; in replay too, which makes no
+         * read: a runtime entry is a position signals are delivered at (signals.rs). */
+        reprise_safe_point();
         if (!reprise_io_replaying()) {
-            reprise_safe_point(); /* what the read's SIGSYS would do, without the signal */
             CANCELLABLE(NULL, r = real(fd, buf, n, extra));
             e = errno;
         } else CANCEL_POINT();
@@ -394,8 +396,9 @@ static long do_write(int fd, const void *buf, size_t n, long (*real)(int, const 
     }
     long r = 0;
     int e = 0;
+    /* What the write's SIGSYS would do, without the signal; in replay too (see do_read). */
+    reprise_safe_point();
     if (!reprise_io_replaying()) {
-        reprise_safe_point(); /* what the write's SIGSYS would do, without the signal */
         CANCELLABLE(NULL, r = real(fd, buf, n, extra));
         e = errno;
         if (r > 0) reprise_shim_mark_written(fd);

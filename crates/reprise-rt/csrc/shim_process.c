@@ -107,6 +107,7 @@ pid_t getpid(void)
  * the default and unblocks it: the replay died of it). Any other goes to the process itself
  * (a thread in sigwait, a default action). */
 extern int reprise_signal_wrapped(int sig);
+extern void reprise_self_signal(int sig);
 /* kill, tgkill and sigqueue: a signal to the pid the program was given goes to the process
  * itself, as above, or is not sent. A thread id the program was given (the recording's, from
  * gettid) names in replay the thread that was given it. Before, the recorded ids went to the
@@ -116,6 +117,9 @@ extern unsigned reprise_real_tid(unsigned given);
 static int to_self(pid_t *pid, int sig)
 {
     pid_t given = __atomic_load_n(&given_pid, __ATOMIC_RELAXED);
+    /* A wrapped signal to the program itself is an ordered event, before the real call in
+     * record and instead of it in replay: its delivery waits for it there (signals.rs). */
+    if (given > 0 && *pid == given && reprise_signal_wrapped(sig)) reprise_self_signal(sig);
     if (!(given > 0 && *pid == given && reprise_io_replaying())) return 0;
     if (reprise_signal_wrapped(sig)) return 1;
     *pid = (pid_t)raw_syscall3(SYS_getpid, 0, 0, 0);

@@ -26,6 +26,9 @@ static SIGINFO: [AtomicUsize; NSIG] = [const { AtomicUsize::new(0) }; NSIG];
 /// `PROG` value of a terminating signal whose disposition is the default: the runtime catches
 /// it, ends the trace, and the process then dies of it as it would have.
 const DEFAULT_TERM: usize = usize::MAX;
+/// One object per signal, whose stripe orders the program's sending of that signal to itself
+/// ([`reprise_self_signal`]) with its deliveries ([`deliver`]).
+static SELF_SIG: [u64; NSIG] = [0; NSIG];
 /// The signals a user sends to stop a program (Ctrl-C, kill, a closed terminal).
 const TERMINATORS: [c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
@@ -203,6 +206,29 @@ fn call_program(sig: c_int, t: Option<&mut Thread>) {
     }
 }
 
+/// The program sends itself `sig`, whose disposition the runtime wraps (`kill`, `tgkill` or
+/// `sigqueue` to its own pid, `shim_process.c`): a turn on the signal's stripe, taken before
+/// the real call in record and instead of it in replay. A delivery takes a turn on it too
+/// ([`delivery_turn`]), so replay delivers the signal only once its sender has sent it:
+/// without, a replayed `sigsuspend`, which returns the recorded outcome at once, let lbzip2's
+/// main thread run on and end the process before the worker that wakes it had written its
+/// output (`lbzip2 -d`: every sync-mode replay diverged).
+#[no_mangle]
+pub extern "C" fn reprise_self_signal(sig: c_int) {
+    if (1..NSIG as c_int).contains(&sig) {
+        crate::calls::reprise_ordered(core::ptr::addr_of!(SELF_SIG[sig as usize]).cast());
+    }
+}
+
+/// A delivery of `sig` at this entry: its turn after the program's own sending of it, if any
+/// ([`reprise_self_signal`]).
+fn delivery_turn(t: &mut Thread, sig: c_int) {
+    IN_RT.with(|c| c.set(true));
+    let obj = core::ptr::addr_of!(SELF_SIG[sig as usize]).cast();
+    crate::sync::take_obj(t, obj, access::kind::SEM);
+    IN_RT.with(|c| c.set(false));
+}
+
 /// Deliver what is due at this entry (called by `entry::enter` outside runtime state, so the
 /// handler's own accesses are recorded like any other code of the thread).
 #[cold]
@@ -220,6 +246,7 @@ pub fn deliver(t: &mut Thread) {
             IN_RT.with(|c| c.set(true));
             access::log_pair(t, R_SIGNAL, e, sig as u64);
             IN_RT.with(|c| c.set(false));
+            delivery_turn(t, sig);
             call_program(sig, Some(&mut *t));
         }
         return;
@@ -230,6 +257,7 @@ pub fn deliver(t: &mut Thread) {
             IN_RT.with(|c| c.set(true));
             access::log_pair(t, R_SIGNAL, e, sig as u64);
             IN_RT.with(|c| c.set(false));
+            delivery_turn(t, sig);
             call_program(sig, Some(&mut *t));
         }
     }

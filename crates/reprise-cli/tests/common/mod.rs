@@ -489,7 +489,9 @@ macro_rules! acceptance_programs {
             // Signals delivered at runtime entries that replay skips nothing of.
             cond_alarm,
             // A signal sent to the pid getpid() gave (the recording's, in replay).
-            kill_self
+            kill_self,
+            // A worker's signal wakes main from sigsuspend; main ends without a join.
+            self_signal
             $(, $more)*
         );
     };
