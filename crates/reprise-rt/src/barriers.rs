@@ -193,6 +193,9 @@ pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
     };
     let t = e.t();
     access::safe_point(t);
+    if crate::preload::sync() {
+        return unsafe { sync_guard_acquire(t, g) };
+    }
     if replaying() {
         take_obj(t, g.cast(), kind::ONCE);
         let want = access::result(t, None) as u32 as c_int;
@@ -219,6 +222,74 @@ pub unsafe extern "C" fn __cxa_guard_acquire(g: *mut u64) -> c_int {
         r
     }
 }
+/// The result a sync-mode recording logs for the `__cxa_guard_acquire` that initialises its
+/// static (no other call of it logs anything).
+const GUARD_INIT: u64 = 0x6775_6172_6400_0001;
+
+/// `__cxa_guard_acquire` in sync mode, where the guard's inline check (an atomic load in the
+/// program's code, before it calls) is invisible: whether a thread calls at all, and whether it
+/// then blocks behind the initialiser, depends on timing. Only the call that initialises the
+/// static is an event (a turn on the guard's stripe and a [`GUARD_INIT`] result); any other
+/// returns 0 without one, in record and replay alike. In replay a call is the initialiser if
+/// the thread's next result says so; any other waits for the guard to be set (the recorded
+/// initialiser's release) before the real call, which then returns 0. Before, every call was an
+/// event: a thread whose inline check saw the static initialised in replay but not in the
+/// recording missed its recorded turn (`local_static` built plain: most replays "stuck").
+///
+/// # Safety
+/// `g` is a guard `__cxa_guard_acquire` may be called with.
+unsafe fn sync_guard_acquire(t: &mut crate::state::Thread, g: *mut u64) -> c_int {
+    if !replaying() {
+        let r = blocking(t, WAIT_ONCE, g as usize, || unsafe {
+            real::__cxa_guard_acquire(g)
+        });
+        if r != 0 {
+            take_obj(t, g.cast(), kind::ONCE);
+            access::result(t, Some(GUARD_INIT));
+        }
+        return r;
+    }
+    if initialises_next(t) {
+        take_obj(t, g.cast(), kind::ONCE);
+        access::result(t, None);
+        let r = blocking(t, WAIT_ONCE, g as usize, || unsafe {
+            real::__cxa_guard_acquire(g)
+        });
+        if r == 0 {
+            let e = t.sh().events.load(Ordering::Relaxed);
+            access::diverge(t, e, format_args!("thread {}: a function-local static the recording initialised in this thread was initialised already", t.tid));
+        }
+        return r;
+    }
+    // SAFETY: the guard's first byte, which its initialiser's release sets (Itanium C++ ABI);
+    // read atomically, as the program's own inline check reads it.
+    let done = unsafe { core::sync::atomic::AtomicU8::from_ptr(g.cast::<u8>()) };
+    let r = blocking(t, WAIT_ONCE, g as usize, || {
+        while done.load(Ordering::Acquire) == 0 {
+            crate::sys::sleep_ns(20_000);
+        }
+        unsafe { real::__cxa_guard_acquire(g) }
+    });
+    if r != 0 {
+        let e = t.sh().events.load(Ordering::Relaxed);
+        access::diverge(t, e, format_args!("thread {}: initialises a function-local static the recording initialised in another thread", t.tid));
+    }
+    r
+}
+
+/// Sync-mode replay: whether this thread's next recorded result is a guard's initialisation at
+/// its next event ([`sync_guard_acquire`]).
+fn initialises_next(t: &crate::state::Thread) -> bool {
+    let Some(ti) = crate::state::thread_index(t.tid) else {
+        return false;
+    };
+    let rs = crate::state::pairs(ti.results_off, ti.results_len);
+    let i = t.sh().next_result.load(Ordering::Relaxed);
+    let e = t.sh().events.load(Ordering::Relaxed) + 1;
+    rs.get(i)
+        .is_some_and(|p| p.event == e && p.value == GUARD_INIT)
+}
+
 /// # Safety
 /// Called as libc's `__cxa_guard_release` (through its weak stub), with its contract: every pointer
 /// argument valid as that function requires.
