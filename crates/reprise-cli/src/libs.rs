@@ -296,9 +296,53 @@ pub fn check_dlopened(
     Ok(())
 }
 
+/// The path of a library among `libs` that schedules the program's threads on atomics and
+/// futexes of its own, uninstrumented (LLVM's OpenMP runtime, which also spins on the clock;
+/// oneTBB): neither mode sees them unless the library itself was built with `reprise cc`, so
+/// such a program records but its replays may diverge. (GNU OpenMP is recorded: its `GOMP_*`
+/// entry points are interposed.)
+pub fn self_synchronising(libs: &[(Vec<u8>, String)]) -> Option<&[u8]> {
+    const POOLS: [&[u8]; 3] = [b"libomp.so", b"libiomp5.so", b"libtbb.so"];
+    libs.iter().map(|(p, _)| p.as_slice()).find(|p| {
+        let name = p.rsplit(|&b| b == b'/').next().unwrap_or(p);
+        POOLS.iter().any(|pool| name.starts_with(pool))
+    })
+}
+
+/// The file name of `path`.
+pub fn file_name(path: &[u8]) -> String {
+    String::from_utf8_lossy(path.rsplit(|&b| b == b'/').next().unwrap_or(path)).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_list;
+    use super::{file_name, parse_list, self_synchronising};
+
+    #[test]
+    fn names_a_library_with_its_own_thread_pool() {
+        let lib = |p: &str| (p.as_bytes().to_vec(), String::new());
+        let mut libs = vec![
+            lib("/lib/x86_64-linux-gnu/libc.so.6"),
+            lib("/lib/libgomp.so.1"),
+        ];
+        assert_eq!(self_synchronising(&libs), None);
+        libs.push(lib("/usr/lib/x86_64-linux-gnu/libtbb.so.12"));
+        let found = self_synchronising(&libs).unwrap();
+        assert_eq!(file_name(found), "libtbb.so.12");
+        let omp = [
+            lib("/lib/x86_64-linux-gnu/libc.so.6"),
+            lib("/usr/lib/llvm-14/lib/libomp.so.5"),
+        ];
+        assert_eq!(
+            self_synchronising(&omp),
+            Some(&b"/usr/lib/llvm-14/lib/libomp.so.5"[..])
+        );
+        let gomp = [
+            lib("/lib/x86_64-linux-gnu/libgomp.so.1"),
+            lib("/opt/libomp_helper.so"),
+        ];
+        assert_eq!(self_synchronising(&gomp), None);
+    }
 
     #[test]
     fn parses_the_loader_list() {

@@ -392,25 +392,20 @@ fn record_flags(o: &RecordOpts, strategy: crate::options::Strategy, sync: bool) 
         }
 }
 
-/// Warn about a library whose own synchronisation the runtime does not record (see
-/// [`unrecorded_runtime`]).
+/// Warn about a library whose own synchronisation the runtime does not record
+/// (`libs::self_synchronising`).
 fn warn_unrecorded_runtimes(libs: &[(Vec<u8>, String)]) {
-    if let Some(path) = unrecorded_runtime(libs) {
+    let Some(path) = crate::libs::self_synchronising(libs) else {
+        return;
+    };
+    let path = String::from_utf8_lossy(path);
+    if crate::libs::file_name(path.as_bytes()).starts_with("libtbb") {
+        eprintln!("reprise: warning: the program uses oneTBB ({path}), whose scheduler's own atomics are not recorded: its replays may diverge unless libtbb is built with `reprise cc`");
+    } else {
         eprintln!(
-            "reprise: warning: the program uses LLVM's OpenMP runtime ({}), whose scheduling is not recorded: its replays will diverge; build it with gcc's -fopenmp (libgomp) instead",
-            String::from_utf8_lossy(path)
+            "reprise: warning: the program uses LLVM's OpenMP runtime ({path}), whose scheduling is not recorded: its replays will diverge; build it with gcc's -fopenmp (libgomp) instead"
         );
     }
-}
-
-/// The path of LLVM's OpenMP runtime among `libs`, if the program uses it: clang's `-fopenmp`
-/// schedules and synchronises in that library's own uninstrumented code, spinning on the
-/// clock, so its programs record but their replays diverge (gcc's libgomp is recorded).
-fn unrecorded_runtime(libs: &[(Vec<u8>, String)]) -> Option<&[u8]> {
-    libs.iter().map(|(p, _)| p.as_slice()).find(|p| {
-        let name = p.rsplit(|&b| b == b'/').next().unwrap_or(p);
-        name.starts_with(b"libomp.so") || name.starts_with(b"libiomp5.so")
-    })
 }
 
 /// Say why a run of `exe` that sent no events keeps no trace.
@@ -553,25 +548,4 @@ fn record_one(o: &RecordOpts, announce: bool, notice: bool) -> Result<Run> {
     let mut sink = RecordSink::new(w, o.until_output.is_some());
     let ended = launch::run(&launch, &mut sink)?;
     finish_recording(o, announce, &exe, sync, path, sink, &ended)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn llvm_openmp_is_named_and_libgomp_is_not() {
-        let lib = |p: &str| (p.as_bytes().to_vec(), String::new());
-        let omp = [
-            lib("/lib/x86_64-linux-gnu/libc.so.6"),
-            lib("/usr/lib/llvm-14/lib/libomp.so.5"),
-        ];
-        assert_eq!(
-            super::unrecorded_runtime(&omp),
-            Some(&b"/usr/lib/llvm-14/lib/libomp.so.5"[..])
-        );
-        let gomp = [
-            lib("/lib/x86_64-linux-gnu/libgomp.so.1"),
-            lib("/opt/libomp_helper.so"),
-        ];
-        assert_eq!(super::unrecorded_runtime(&gomp), None);
-    }
 }

@@ -419,13 +419,18 @@ fn say_diverged(
         // moves the libraries mapped after it): no hint about the program's races.
         return fail(format!("{msg}{tries}\nreprise: the runtime changed since the recording (reprise was rebuilt): record again with this build"));
     }
+    let hint = (header.libs.as_deref())
+        .and_then(crate::libs::self_synchronising)
+        .map(crate::libs::file_name)
+        .map(|l| format!("\nreprise: {l} schedules the program's threads with atomics of its own, which reprise orders only in code `reprise cc` built: rebuild it with `reprise cc`, or run it with one thread"))
+        .unwrap_or_default();
     // Sync mode orders synchronisation only: a divergence means the program's
     // unordered accesses (a data race, inline atomics) went another way than while
     // recording.
     if preload.is_some() {
-        fail(format!("{msg}{tries}\nreprise: the program probably has a data race here: record it with `reprise cc` for exact replay"))
+        fail(format!("{msg}{tries}\nreprise: the program probably has a data race here: record it with `reprise cc` for exact replay{hint}"))
     } else {
-        fail(format!("{msg}{tries}"))
+        fail(format!("{msg}{tries}{hint}"))
     }
 }
 
