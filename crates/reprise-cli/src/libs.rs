@@ -303,15 +303,19 @@ pub fn check_dlopened(
 /// entry points are interposed.)
 pub fn self_synchronising(libs: &[(Vec<u8>, String)]) -> Option<&[u8]> {
     const POOLS: [&[u8]; 3] = [b"libomp.so", b"libiomp5.so", b"libtbb.so"];
-    libs.iter().map(|(p, _)| p.as_slice()).find(|p| {
-        let name = p.rsplit(|&b| b == b'/').next().unwrap_or(p);
-        POOLS.iter().any(|pool| name.starts_with(pool))
-    })
+    libs.iter()
+        .map(|(p, _)| p.as_slice())
+        .find(|p| POOLS.iter().any(|pool| base_name(p).starts_with(pool)))
 }
 
-/// The file name of `path`.
+/// The last component of `path`.
+fn base_name(path: &[u8]) -> &[u8] {
+    path.rsplit(|&b| b == b'/').next().unwrap_or(path)
+}
+
+/// The file name of `path`, as text.
 pub fn file_name(path: &[u8]) -> String {
-    String::from_utf8_lossy(path.rsplit(|&b| b == b'/').next().unwrap_or(path)).into_owned()
+    String::from_utf8_lossy(base_name(path)).into_owned()
 }
 
 #[cfg(test)]

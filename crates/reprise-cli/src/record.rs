@@ -398,8 +398,9 @@ fn warn_unrecorded_runtimes(libs: &[(Vec<u8>, String)]) {
     let Some(path) = crate::libs::self_synchronising(libs) else {
         return;
     };
+    let tbb = crate::libs::file_name(path).starts_with("libtbb");
     let path = String::from_utf8_lossy(path);
-    if crate::libs::file_name(path.as_bytes()).starts_with("libtbb") {
+    if tbb {
         eprintln!("reprise: warning: the program uses oneTBB ({path}), whose scheduler's own atomics are not recorded: its replays may diverge unless libtbb is built with `reprise cc`");
     } else {
         eprintln!(

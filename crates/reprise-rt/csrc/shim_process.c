@@ -117,11 +117,13 @@ extern unsigned reprise_real_tid(unsigned given);
 static int to_self(pid_t *pid, int sig)
 {
     pid_t given = __atomic_load_n(&given_pid, __ATOMIC_RELAXED);
+    if (!(given > 0 && *pid == given)) return 0;
     /* A wrapped signal to the program itself is an ordered event, before the real call in
      * record and instead of it in replay: its delivery waits for it there (signals.rs). */
-    if (given > 0 && *pid == given && reprise_signal_wrapped(sig)) reprise_self_signal(sig);
-    if (!(given > 0 && *pid == given && reprise_io_replaying())) return 0;
-    if (reprise_signal_wrapped(sig)) return 1;
+    int wrapped = reprise_signal_wrapped(sig);
+    if (wrapped) reprise_self_signal(sig);
+    if (!reprise_io_replaying()) return 0;
+    if (wrapped) return 1;
     *pid = (pid_t)raw_syscall3(SYS_getpid, 0, 0, 0);
     return 0;
 }

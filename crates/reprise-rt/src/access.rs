@@ -315,6 +315,17 @@ pub fn flush_log(tid: u32) {
     state::log(tid).with(|l| flush_log_locked(tid, l));
 }
 
+/// Replay: whether thread `t`'s next recorded result is `v`, logged at event `e` (a mark a call
+/// looks for before it decides how to go on: a cancellation, a static's initialisation).
+pub fn next_result_is(t: &Thread, e: u64, v: u64) -> bool {
+    let Some(ti) = state::thread_index(t.tid) else {
+        return false;
+    };
+    let rs = state::pairs(ti.results_off, ti.results_len);
+    rs.get(t.sh().next_result.load(Ordering::Relaxed))
+        .is_some_and(|r| r.event == e && r.value == v)
+}
+
 /// A nondeterministic result: recorded while recording; returned from the trace in replay.
 /// `live` is the value this run produced (record) or None when replay must not perform the
 /// operation and takes the recorded value.

@@ -231,7 +231,7 @@ const GUARD_INIT: u64 = 0x6775_6172_6400_0001;
 /// then blocks behind the initialiser, depends on timing. Only the call that initialises the
 /// static is an event (a turn on the guard's stripe and a [`GUARD_INIT`] result); any other
 /// returns 0 without one, in record and replay alike. In replay a call is the initialiser if
-/// the thread's next result says so; any other waits for the guard to be set (the recorded
+/// the thread's next result says so (`access::next_result_is`); any other waits for the guard to be set (the recorded
 /// initialiser's release) before the real call, which then returns 0. Before, every call was an
 /// event: a thread whose inline check saw the static initialised in replay but not in the
 /// recording missed its recorded turn (`local_static` built plain: most replays "stuck").
@@ -249,7 +249,8 @@ unsafe fn sync_guard_acquire(t: &mut crate::state::Thread, g: *mut u64) -> c_int
         }
         return r;
     }
-    if initialises_next(t) {
+    // The initialiser's result is logged at the event of its turn, the thread's next.
+    if access::next_result_is(t, t.sh().events.load(Ordering::Relaxed) + 1, GUARD_INIT) {
         take_obj(t, g.cast(), kind::ONCE);
         access::result(t, None);
         let r = blocking(t, WAIT_ONCE, g as usize, || unsafe {
@@ -275,19 +276,6 @@ unsafe fn sync_guard_acquire(t: &mut crate::state::Thread, g: *mut u64) -> c_int
         access::diverge(t, e, format_args!("thread {}: initialises a function-local static the recording initialised in another thread", t.tid));
     }
     r
-}
-
-/// Sync-mode replay: whether this thread's next recorded result is a guard's initialisation at
-/// its next event ([`sync_guard_acquire`]).
-fn initialises_next(t: &crate::state::Thread) -> bool {
-    let Some(ti) = crate::state::thread_index(t.tid) else {
-        return false;
-    };
-    let rs = crate::state::pairs(ti.results_off, ti.results_len);
-    let i = t.sh().next_result.load(Ordering::Relaxed);
-    let e = t.sh().events.load(Ordering::Relaxed) + 1;
-    rs.get(i)
-        .is_some_and(|p| p.event == e && p.value == GUARD_INIT)
 }
 
 /// # Safety

@@ -90,13 +90,7 @@ pub fn replayed_here(t: &mut Thread) -> bool {
 
 /// Replay: whether the thread's next recorded result is the cancellation mark at this event.
 fn marked_here(t: &Thread) -> bool {
-    let Some(ti) = state::thread_index(t.tid) else {
-        return false;
-    };
-    let rs = state::pairs(ti.results_off, ti.results_len);
-    let e = t.sh().events.load(Ordering::Relaxed);
-    rs.get(t.sh().next_result.load(Ordering::Relaxed))
-        .is_some_and(|r| r.event == e && r.value == MARK)
+    access::next_result_is(t, t.sh().events.load(Ordering::Relaxed), MARK)
 }
 
 /// Record: the real call of a cancellation point is being unwound by a cancellation. Logs the

@@ -200,12 +200,10 @@ const START_SEARCH: usize = 64;
 pub fn stable_id(a: usize) -> Option<u64> {
     let off = (a as u64).checked_sub(HEAPS_ADDR)?;
     let idx = (off / HEAP_WIN) as usize;
+    let base = (HEAPS_ADDR + idx as u64 * HEAP_WIN) as usize;
     // The windows of high thread numbers overlap the executable's mappings: only a mapped
     // window is one.
-    if idx > ORPHAN_HEAP
-        || !STARTS[idx].load(Ordering::Acquire)
-        || a < HEAPS_ADDR as usize + idx * HEAP_WIN as usize + 4096 + HDR
-    {
+    if idx > ORPHAN_HEAP || !STARTS[idx].load(Ordering::Acquire) || a < base + 4096 + HDR {
         return None;
     }
     // The last block start at or before `a - HDR` (a payload byte lies past its header).
@@ -224,7 +222,7 @@ pub fn stable_id(a: usize) -> Option<u64> {
                 .then(|| id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (a - b) as u64);
         }
         word = word.checked_sub(64 * HDR)?;
-        if word < HEAPS_ADDR as usize + idx * HEAP_WIN as usize {
+        if word < base {
             return None;
         }
         bits = start_word(idx, word).load(Ordering::Acquire);

@@ -133,6 +133,9 @@ pub fn hit_done(t: &Shared, addr: usize, size: usize, k: u64) {
 /// pthread_testcancel()`) would give many calls one count, and replay would end the thread at
 /// the first of them.
 pub fn end_run() {
+    if !on() {
+        return;
+    }
     // SAFETY: this thread's own shared part, or the idle one (whose hits are never taken: its
     // table is empty), written by atomics only.
     let t = unsafe { &*state::cur_or_idle() };
