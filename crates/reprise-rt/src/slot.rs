@@ -131,6 +131,10 @@ pub struct Shared {
     pub rdsh_seen: Mine<u32>,
     /// Ownership: true in replay (the fast path then consults no shadow; set at init).
     pub own_replay: Mine<bool>,
+    /// True when the access callbacks take their general path (replay, or held granules on);
+    /// false for a plain recording, whose callbacks test this byte alone before the record
+    /// gate (set at init; the idle thread's is false, and its limit of 0 fails that gate).
+    pub own_general: Mine<bool>,
     /// Syscall User Dispatch selector: 0 allow, 1 trap (set when the thread leaves the
     /// runtime; read by the kernel at each system call of the thread).
     pub sud: core::sync::atomic::AtomicU8,

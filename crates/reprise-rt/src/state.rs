@@ -466,6 +466,8 @@ pub unsafe fn init_slot(t: *mut Thread, tid: u32, parent: u32, nth: u32) {
         sh.own_me.set(tid + 1);
         sh.rdsh_seen.set(0);
         sh.own_replay.set(REPLAY.load(Ordering::Relaxed));
+        sh.own_general
+            .set(REPLAY.load(Ordering::Relaxed) || crate::ownership::held::on());
         sh.held_dirty.set(false);
         sh.rel_after.set(0);
         sh.rel_in.set(0);

@@ -37,7 +37,16 @@ fn access_at(addr: usize, size: usize, k: u64, fixed: bool) {
     // path makes no `&mut Thread`).
     let t = unsafe { &*crate::state::cur_or_idle() };
     let write = k != kind::READ;
-    // One flag test for the default (held granules off), which never looks at the table.
+    // A plain recording (the default): one byte tests for it, then the record gate alone.
+    // SAFETY: `t`'s own `Mine` field (or the idle part's, zero), set before the thread runs.
+    if !unsafe { t.own_general.get() } {
+        if let Some(e) = ownership::record_gate(t, addr, size, write, fixed) {
+            ownership::record_done(t, e, addr, size, k, fixed);
+            return;
+        }
+        return slow_access(addr, size, k, fixed);
+    }
+    // One flag test for replay with held granules off, which never looks at the table.
     if !held::on_in_callback() {
         if let Some(e) = ownership::fast_gate(t, addr, size, write, fixed) {
             ownership::fast_done(t, e, addr, size, k, fixed);
