@@ -137,9 +137,10 @@ fn answer_now(t: &Shared) {
     // The requester may take any of this thread's granules once answered: held ones too.
     let released = held::release(t);
     t.mb.req.swap(0, Ordering::SeqCst);
-    t.mb.ack_done
+    t.mb.ack
+        .done
         .store(t.events.load(Ordering::Relaxed), Ordering::Release);
-    t.mb.ack_seq.fetch_add(1, Ordering::SeqCst);
+    t.mb.ack.seq.fetch_add(1, Ordering::SeqCst);
     handover::wake_requesters(t.tid.load(Ordering::Relaxed));
     if released {
         held::log_release(t);

@@ -19,7 +19,7 @@ pub(super) fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
     if xs.mb.free.load(Ordering::SeqCst) != 0 {
         return xs.mb.done.load(Ordering::Acquire);
     }
-    let q0 = xs.mb.ack_seq.load(Ordering::SeqCst);
+    let q0 = xs.mb.ack.seq.load(Ordering::SeqCst);
     xs.mb.req.store(1, Ordering::SeqCst);
     xs.fast_limit.store(0, Ordering::SeqCst);
     super::held::stop(xs);
@@ -31,13 +31,17 @@ pub(super) fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
     let mut clock = WaitClock::default();
     let mut asked = None;
     let mut next_steal = handover::STEAL_AFTER_NS;
+    let mut polls = 0u32;
     let src = loop {
-        if xs.mb.ack_seq.load(Ordering::Acquire) != q0 {
-            break xs.mb.ack_done.load(Ordering::Acquire);
+        if xs.mb.ack.seq.load(Ordering::Acquire) != q0 {
+            break xs.mb.ack.done.load(Ordering::Acquire);
         }
-        if xs.mb.free.load(Ordering::SeqCst) != 0 {
+        // The free state every 8th time (the first included): its line is the one the owner
+        // writes on its way to answering (see `Mailbox`).
+        if polls.is_multiple_of(8) && xs.mb.free.load(Ordering::SeqCst) != 0 {
             break xs.mb.done.load(Ordering::Acquire);
         }
+        polls = polls.wrapping_add(1);
         if let Some(g) = asked.and_then(|serial| handover::granted(t, serial)) {
             break g;
         }
@@ -66,7 +70,7 @@ pub(super) fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
             // request to this thread needs an answer (bounded by the timeout).
             let w = t.sh().mb.wake.load(Ordering::SeqCst);
             t.sh().mb.sleeping.store(1, Ordering::SeqCst);
-            if xs.mb.ack_seq.load(Ordering::SeqCst) == q0
+            if xs.mb.ack.seq.load(Ordering::SeqCst) == q0
                 && xs.mb.free.load(Ordering::SeqCst) == 0
                 && t.sh().mb.grant.load(Ordering::SeqCst) == 0
                 && t.sh().mb.req.load(Ordering::SeqCst) == 0
@@ -313,7 +317,7 @@ pub(super) fn unlock_batch(idx: u32, mut taken: u32, next: u32) {
 /// a request meanwhile, it may have handed over a granule it had already taken: take them again.
 pub(super) fn acquire_ranges(t: &mut Thread, ranges: &[(usize, usize, bool)], e: u64) {
     loop {
-        let before = t.sh().mb.ack_seq.load(Ordering::Relaxed);
+        let before = t.sh().mb.ack.seq.load(Ordering::Relaxed);
         for &(addr, size, write) in ranges {
             if size == 0 {
                 continue;
@@ -334,7 +338,7 @@ pub(super) fn acquire_ranges(t: &mut Thread, ranges: &[(usize, usize, bool)], e:
             let (a, n, _) = ranges[0];
             (a ^ (a + n.max(1) - 1)) >> GRANULE_SHIFT == 0
         };
-        if single || t.sh().mb.ack_seq.load(Ordering::Relaxed) == before {
+        if single || t.sh().mb.ack.seq.load(Ordering::Relaxed) == before {
             return;
         }
     }
