@@ -49,12 +49,32 @@ pub const SIGNAL_AFTER_NS: u64 = 20_000;
 /// Nanoseconds of waiting after which a requester sleeps on its futex word between checks.
 pub const SLEEP_AFTER_NS: u64 = 100_000;
 
-/// Pack a pending access: event `e` on shadow slot `idx`.
+/// Pack a pending access: event `e` on shadow slot `idx`, as two 4-byte stores (the event's
+/// low half first, then the slot: two instructions where packing the word took four). A reader
+/// of the whole word (this thread's handler, a stealer after its barrier) may find the new
+/// event with the previous slot; the slot it then refuses is the wrong one, but the callback in
+/// progress has not loaded the shadow yet (it does so after the second store), so it sees the
+/// granule taken and goes to the slow path; the source that event gives is the count, all of
+/// whose accesses are complete.
 #[inline(always)]
 pub fn pend(t: &Shared, e: u64, idx: u32) {
-    t.pend.store((e << 32) | idx as u64, Ordering::Relaxed);
-    // The handler (on this thread) must see the store before the callback loads the shadow.
-    compiler_fence(Ordering::SeqCst);
+    // SAFETY: two aligned 4-byte stores into `t.pend` (an `AtomicU64` at an 8-aligned offset of
+    // the thread's own shared part, written only by this thread; readers load it whole, and
+    // x86-64 makes the two stores visible in program order). Without `nomem` the asm is also a
+    // compiler barrier: the handler (on this thread) sees the stores before the callback loads
+    // the shadow.
+    unsafe {
+        core::arch::asm!(
+            "movl {e:e}, {hi}({t})",
+            "movl {i:e}, {lo}({t})",
+            t = in(reg) t as *const Shared,
+            e = in(reg) e,
+            i = in(reg) idx as u64,
+            hi = const core::mem::offset_of!(Shared, pend) + 4,
+            lo = const core::mem::offset_of!(Shared, pend),
+            options(att_syntax, nostack, preserves_flags),
+        );
+    }
 }
 
 /// Install the handler (record under ownership).
