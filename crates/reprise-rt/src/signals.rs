@@ -221,12 +221,10 @@ pub extern "C" fn reprise_self_signal(sig: c_int) {
 }
 
 /// A delivery of `sig` at this entry: its turn after the program's own sending of it, if any
-/// ([`reprise_self_signal`]).
+/// ([`reprise_self_signal`]). The caller has set `IN_RT`.
 fn delivery_turn(t: &mut Thread, sig: c_int) {
-    IN_RT.with(|c| c.set(true));
     let obj = core::ptr::addr_of!(SELF_SIG[sig as usize]).cast();
     crate::sync::take_obj(t, obj, access::kind::SEM);
-    IN_RT.with(|c| c.set(false));
 }
 
 /// Deliver what is due at this entry (called by `entry::enter` outside runtime state, so the
@@ -245,8 +243,8 @@ pub fn deliver(t: &mut Thread) {
             t.next_sig_at = list.get(t.next_sig).map(|p| p.event).unwrap_or(u64::MAX);
             IN_RT.with(|c| c.set(true));
             access::log_pair(t, R_SIGNAL, e, sig as u64);
-            IN_RT.with(|c| c.set(false));
             delivery_turn(t, sig);
+            IN_RT.with(|c| c.set(false));
             call_program(sig, Some(&mut *t));
         }
         return;
@@ -256,8 +254,8 @@ pub fn deliver(t: &mut Thread) {
         if pending & (1 << sig) != 0 {
             IN_RT.with(|c| c.set(true));
             access::log_pair(t, R_SIGNAL, e, sig as u64);
-            IN_RT.with(|c| c.set(false));
             delivery_turn(t, sig);
+            IN_RT.with(|c| c.set(false));
             call_program(sig, Some(&mut *t));
         }
     }

@@ -41,15 +41,15 @@ fn access_at(addr: usize, size: usize, k: u64, fixed: bool) {
     // SAFETY: `t`'s own `Mine` field (or the idle part's, zero), set before the thread runs.
     if !unsafe { t.own_general.get() } {
         if let Some(e) = ownership::record_gate(t, addr, size, write, fixed) {
-            ownership::record_done(t, e, addr, size, k, fixed);
+            ownership::plain_done(t, e, addr, size, k, fixed);
             return;
         }
         return slow_access(addr, size, k, fixed);
     }
-    // One flag test for replay with held granules off, which never looks at the table.
+    // Held granules off here means a replay (`own_general`): its gate alone, never the table.
     if !held::on_in_callback() {
-        if let Some(e) = ownership::fast_gate(t, addr, size, write, fixed) {
-            ownership::fast_done(t, e, addr, size, k, fixed);
+        if let Some(e) = ownership::replay_gate(t) {
+            ownership::plain_done(t, e, addr, size, k, fixed);
             return;
         }
         return slow_access(addr, size, k, fixed);

@@ -78,10 +78,16 @@ pub(super) fn below_limit(t: &Shared, e: u64) -> bool {
 pub fn fast_gate(t: &Shared, addr: usize, size: usize, write: bool, fixed: bool) -> Option<u64> {
     // SAFETY: as for the `Mine` reads of `record_gate`.
     if unsafe { t.own_replay.get() } {
-        let e = t.events.load(Ordering::Relaxed) + 1;
-        return below_limit(t, e).then_some(e);
+        return replay_gate(t);
     }
     record_gate(t, addr, size, write, fixed)
+}
+
+/// [`fast_gate`] in replay: Some(the next event) when no edge, checkpoint or end is due at it.
+#[inline(always)]
+pub fn replay_gate(t: &Shared) -> Option<u64> {
+    let e = t.events.load(Ordering::Relaxed) + 1;
+    below_limit(t, e).then_some(e)
 }
 
 /// [`fast_gate`] while recording. `t` is the current thread's shared part (or the idle one,
@@ -121,13 +127,13 @@ pub fn record_gate(t: &Shared, addr: usize, size: usize, write: bool, fixed: boo
 /// and count (on the thread's shared part: the fast path never makes a `&mut Thread`).
 #[inline(always)]
 pub fn fast_done(t: &Shared, e: u64, addr: usize, size: usize, k: u64, fixed: bool) {
-    record_done(t, e, addr, size, k, fixed);
+    plain_done(t, e, addr, size, k, fixed);
     held::refill(t);
 }
 
-/// [`fast_done`] for a plain recording (held granules off: no hits to refill).
+/// [`fast_done`] with held granules off (no hits to refill).
 #[inline(always)]
-pub fn record_done(t: &Shared, e: u64, addr: usize, size: usize, k: u64, fixed: bool) {
+pub fn plain_done(t: &Shared, e: u64, addr: usize, size: usize, k: u64, fixed: bool) {
     digest_access(t, addr, size, k, fixed);
     count_fast(t, e, k);
 }

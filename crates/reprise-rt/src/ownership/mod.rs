@@ -306,7 +306,7 @@ pub mod held;
 mod record;
 mod split;
 use fast::{below_limit, digest_access};
-pub use fast::{count_fast_atomic, fast_done, fast_gate, record_done, record_gate};
+pub use fast::{count_fast_atomic, fast_done, fast_gate, plain_done, record_gate, replay_gate};
 use record::acquire_ranges;
 pub use record::BATCH_SHIFT;
 pub use split::split_fast;
