@@ -167,10 +167,14 @@ pub(super) fn take_subs(
         .map(|i| field(s, i))
         .filter(|&c| c != 0 && c != me)
         .fold(0u128, |m, c| m | 1 << c);
-    let batch = if merge && others.count_ones() == 1 {
-        lock_split_batch(idx, me, others.trailing_zeros())
-    } else {
-        0
+    // A take of some fields from one other owner takes the same fields of the window's other
+    // granules split alike (fft's scatter writes, in each pass, one line of every window from
+    // both threads: the second half of the passes wrote the other thread's sub-granules, a
+    // round trip per line).
+    let batch = match (others.count_ones(), merge) {
+        (1, true) => lock_split_batch(idx, me, others.trailing_zeros()),
+        (1, false) => lock_sub_batch(idx, s, me, others.trailing_zeros()),
+        _ => 0,
     };
     // Ask each other owner once (the answer covers all its accesses so far).
     let mut asked = 0u128;
@@ -199,8 +203,27 @@ pub(super) fn take_subs(
         }
     }
     // The batch's granules were wholly locked by this thread: nobody changed them meanwhile.
-    unlock_batch(idx, batch, merged(me, write));
+    let after = if merge {
+        merged(me, write)
+    } else {
+        with_fields(s, want, me)
+    };
+    unlock_batch(idx, batch, after);
     true
+}
+
+/// Lock, for a take of some fields of split word `s` (slot `idx`) by thread code `me` that
+/// asks thread code `x` alone, every other granule of the window whose word is `s` too, when
+/// each field of `s` is `x`'s, `me`'s or nobody's: wholly (as [`lock_split_batch`] does), so
+/// that the same word, with the taken fields `me`'s, is every batched granule's new state. The
+/// answer of `x` that covers `idx` covers them (its accesses up to the answer are complete;
+/// the locked fields stop later ones). Returns the bit mask of the locked window slots.
+fn lock_sub_batch(idx: u32, s: u32, me: u32, x: u32) -> u32 {
+    if !(0..4).all(|i| [x, me, 0].contains(&field(s, i))) {
+        return 0;
+    }
+    let locked = SPLIT | fields(ALL_SUBS, SUB_LOCKED);
+    lock_window(idx, |v| (v == s).then_some(locked))
 }
 
 /// The state of a granule merged by thread code `me`: `EXCL` for a write, `RDEX` for a read
