@@ -234,7 +234,10 @@ fn acquire_one(t: &mut Thread, addr: usize, subs: u32, write: bool, e: u64) {
         // where each line was split by a round trip of its own (fft `-t 2 -n 32768`, merges
         // already batched: 170 000-185 000 edges -> 122 000-127 000). A wrong guess costs at
         // most one transfer of those fields back to the owner, which then owns all four and
-        // merges the line again.
+        // merges the line again. (Counting reads' takes too split radix's per-thread
+        // histograms sharing a line, whose increments take it by their reads, but gave lu's
+        // readers of a block's edge lines a field each instead of sharing them: lu `-t 2`
+        // record/floor 2.3 -> 2.7, measured and left.)
         let split = write && false_sharing(idx, t.tid, x, subs);
         let batch = lock_batch(t, idx, s);
         let src = request(t, x, idx);

@@ -133,6 +133,12 @@ pub(super) fn take_subs(
     e: u64,
 ) -> bool {
     let me = t.own_me();
+    // The thread owns every sub-granule it touches (its fast path was refused for another
+    // reason: a request to answer, a checkpoint due): nothing to take. A read merged the
+    // granule here, asking the other owner, only to read the thread's own bytes.
+    if (0..4).all(|i| subs & (1 << i) == 0 || field(s, i) == me) {
+        return true;
+    }
     let merge = !write || me >= SUB_LOCKED;
     let subs = if merge { ALL_SUBS } else { subs };
     // A merge locks every field (its own too: nobody may change the word until it is whole).
