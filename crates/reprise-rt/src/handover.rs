@@ -49,7 +49,8 @@ pub const SIGNAL_AFTER_NS: u64 = 20_000;
 /// Nanoseconds of waiting after which a requester sleeps on its futex word between checks.
 pub const SLEEP_AFTER_NS: u64 = 100_000;
 
-/// Pack a pending access: event `e` on shadow slot `idx`, as two 4-byte stores (the event's
+/// Pack a pending access: event `e` on shadow slot `idx` (its tag, `ownership::slot_tag`: the
+/// low half), as two 4-byte stores (the event's
 /// low half first, then the slot: two instructions where packing the word took four). A reader
 /// of the whole word (this thread's handler, a stealer after its barrier) may find the new
 /// event with the previous slot; the slot it then refuses is the wrong one, but the callback in
@@ -57,7 +58,7 @@ pub const SLEEP_AFTER_NS: u64 = 100_000;
 /// granule taken and goes to the slow path; the source that event gives is the count, all of
 /// whose accesses are complete.
 #[inline(always)]
-pub fn pend(t: &Shared, e: u64, idx: u32) {
+pub fn pend(t: &Shared, e: u64, idx: u64) {
     // SAFETY: two aligned 4-byte stores into `t.pend` (an `AtomicU64` at an 8-aligned offset of
     // the thread's own shared part, written only by this thread; readers load it whole, and
     // x86-64 makes the two stores visible in program order). Without `nomem` the asm is also a
@@ -69,7 +70,7 @@ pub fn pend(t: &Shared, e: u64, idx: u32) {
             "movl {i:e}, {lo}({t})",
             t = in(reg) t as *const Shared,
             e = in(reg) e,
-            i = in(reg) idx as u64,
+            i = in(reg) idx,
             hi = const core::mem::offset_of!(Shared, pend) + 4,
             lo = const core::mem::offset_of!(Shared, pend),
             options(att_syntax, nostack, preserves_flags),
@@ -105,8 +106,9 @@ pub const STEAL_AFTER_NS: u64 = 4_000;
 /// other thread of the process runs, 8 us when one does, an inter-processor interrupt in a VM).
 pub const STEAL_EVERY_NS: u64 = 50_000;
 
-/// Take the granule window of shadow slot `idx` from owner `x` without its answer: the
-/// asymmetric half of a Dekker handshake, with `membarrier` as the owner's fence.
+/// Take the granule window of the shadow slot tagged `idx` (`ownership::slot_tag`) from owner
+/// `x` without its answer: the asymmetric half of a Dekker handshake, with `membarrier` as the
+/// owner's fence.
 ///
 /// The requester has locked the window (`LOCKED`, a sequentially consistent CAS) before. The
 /// barrier makes every thread of the process that is running execute a full fence (a thread
@@ -171,9 +173,9 @@ fn want_word(owner: u32, serial: u64, idx: u32) -> u64 {
     ((owner as u64 + 1) << 48) | ((serial & 0xffff) << 32) | idx as u64
 }
 
-/// Register the request of `t` for shadow slot `idx` of owner `x` (so the owner wakes it when
-/// it answers or turns free) and, when the owner runs program code, signal it. Returns the
-/// serial to pass to [`granted`].
+/// Register the request of `t` for the shadow slot tagged `idx` (`ownership::slot_tag`) of
+/// owner `x` (so the owner wakes it when it answers or turns free) and, when the owner runs
+/// program code, signal it. Returns the serial to pass to [`granted`].
 pub fn ask(t: &mut Thread, x: u32, idx: u32) -> u64 {
     t.want_serial = (t.want_serial + 1) & 0xffff;
     let serial = t.want_serial;

@@ -18,8 +18,10 @@ pub const RALLOC_SIZE: u64 = 1 << 38;
 pub const THREADS_ADDR: u64 = 0x1b00_0000_0000;
 /// Stripe table.
 pub const STRIPES_ADDR: u64 = 0x1c00_0000_0000;
-/// Ownership shadow: one `u32` owner word per 8-byte granule (see `ownership::shadow`).
-pub const SHADOW_ADDR: u64 = 0x1d00_0000_0000;
+/// Ownership shadow: one `u32` owner word per 64-byte granule of the address space (8 TiB
+/// reserved, see `ownership::shadow`), between the heaps' block-start bitmaps and a non-PIE
+/// or ASLR-off executable (0x5555_5555_4000).
+pub const SHADOW_ADDR: u64 = 0x4800_0000_0000;
 /// Per-thread heap windows: thread `t` owns `[HEAPS_ADDR + t*HEAP_WIN, +HEAP_WIN)`.
 pub const HEAPS_ADDR: u64 = 0x2000_0000_0000;
 /// Size of one heap window.

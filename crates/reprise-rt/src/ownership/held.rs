@@ -359,9 +359,9 @@ pub fn clear(t: &Shared) {
     }
 }
 
-/// Whether thread `t` holds a granule of the transfer window of shadow slot `idx` (a steal or
-/// the handover signal must not give that window away). Another thread's table is read after a
-/// process-wide barrier (`handover::steal`): an entry stored before it is seen, and one stored
+/// Whether thread `t` holds a granule of the transfer window of the shadow slot tagged `idx`
+/// (`ownership::slot_tag`; a steal or the handover signal must not give that window away).
+/// Another thread's table is read after a process-wide barrier (`handover::steal`): an entry stored before it is seen, and one stored
 /// after it comes from a callback whose pending access names the window.
 pub fn in_window(t: &Shared, idx: u32) -> bool {
     if !on() {
@@ -371,7 +371,7 @@ pub fn in_window(t: &Shared, idx: u32) -> bool {
     let w = idx >> BATCH_SHIFT;
     t.held.0.iter().any(|e| {
         let c = e.load(Ordering::Acquire);
-        c != 0 && slot_of(((c >> 1) << GRANULE_SHIFT) as usize) >> BATCH_SHIFT == w
+        c != 0 && slot_tag(slot_of(((c >> 1) << GRANULE_SHIFT) as usize)) >> BATCH_SHIFT == w
     })
 }
 

@@ -14,7 +14,7 @@ pub(super) fn add_edge(t: &mut Thread, e: u64, src: u32, src_events: u64) {
 
 /// Ask thread `x` for its granules; returns its completed events when it answered (or was
 /// free). The caller has locked the granule it wants.
-pub(super) fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
+pub(super) fn request(t: &mut Thread, x: u32, idx: u64) -> u64 {
     let xs = state::shared(x);
     if xs.mb.free.load(Ordering::SeqCst) != 0 {
         return xs.mb.done.load(Ordering::Acquire);
@@ -56,14 +56,14 @@ pub(super) fn request(t: &mut Thread, x: u32, idx: u32) -> u64 {
         };
         if waited >= next_steal {
             // The owner is slow to answer (perhaps not running at all): look for itself.
-            if let Some(src) = handover::steal(xs, idx) {
+            if let Some(src) = handover::steal(xs, slot_tag(idx)) {
                 break src;
             }
             next_steal = waited + handover::STEAL_EVERY_NS;
         }
         if waited > handover::SIGNAL_AFTER_NS && asked.is_none() {
             // The owner is slow to reach a safe point: ask its handler, and be woken.
-            asked = Some(handover::ask(t, x, idx));
+            asked = Some(handover::ask(t, x, slot_tag(idx)));
         }
         if asked.is_some() && waited > handover::SLEEP_AFTER_NS {
             // Sleep until the owner answers, turns free or grants (each wakes us), or a
@@ -279,7 +279,7 @@ const _: () = assert!(BATCH_SHIFT <= 5);
 /// the locks stop later ones). `s == SHARED` locks every read-shared granule of the window,
 /// whatever its epoch (a write that asked every thread). Returns the bit mask of the locked
 /// window slots.
-fn lock_batch(t: &Thread, idx: u32, s: u32) -> u32 {
+fn lock_batch(t: &Thread, idx: u64, s: u32) -> u32 {
     // `SHARED` stands for every read-shared epoch.
     lock_window(idx, |v| {
         (v == s || (s == SHARED && v > SHARED)).then_some(LOCKED | t.tid)
@@ -289,11 +289,11 @@ fn lock_batch(t: &Thread, idx: u32, s: u32) -> u32 {
 /// Lock the other granules of slot `idx`'s window whose shadow word `v` the caller wants
 /// (`lock(v)`: the locked word to set, by a compare-exchange from `v`); returns the bit mask of
 /// the window slots locked.
-pub(super) fn lock_window(idx: u32, lock: impl Fn(u32) -> Option<u32>) -> u32 {
+pub(super) fn lock_window(idx: u64, lock: impl Fn(u32) -> Option<u32>) -> u32 {
     let base = idx & !((1 << BATCH_SHIFT) - 1);
     let mut taken = 0u32;
     for j in 0..1u32 << BATCH_SHIFT {
-        let k = base | j;
+        let k = base | u64::from(j);
         if k == idx {
             continue;
         }
@@ -312,11 +312,11 @@ pub(super) fn lock_window(idx: u32, lock: impl Fn(u32) -> Option<u32>) -> u32 {
 
 /// Give the granules that [`lock_window`] locked (for [`lock_batch`] or a split granule's
 /// merge) their new state `next`.
-pub(super) fn unlock_batch(idx: u32, mut taken: u32, next: u32) {
+pub(super) fn unlock_batch(idx: u64, mut taken: u32, next: u32) {
     let base = idx & !((1 << BATCH_SHIFT) - 1);
     while taken != 0 {
         let j = taken.trailing_zeros();
-        slot_word(base | j).store(next, Ordering::Release);
+        slot_word(base | u64::from(j)).store(next, Ordering::Release);
         taken &= taken - 1;
     }
 }

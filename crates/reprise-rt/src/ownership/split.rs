@@ -102,7 +102,7 @@ static LAST_TAKE: [AtomicU64; 1 << 20] = [const { AtomicU64::new(0) }; 1 << 20];
 /// Whether thread `me`, taking slot `idx` from `x` to write sub-granules `subs`, is the second
 /// of two threads writing disjoint bytes of it in turn: the previous write transfer of the slot
 /// was `x` taking it from `me` for sub-granules that `subs` does not touch.
-pub(super) fn false_sharing(idx: u32, me: u32, x: u32, subs: u32) -> bool {
+pub(super) fn false_sharing(idx: u64, me: u32, x: u32, subs: u32) -> bool {
     // A thread holding a line (`held`) may access all of it without a callback.
     if me + 1 >= SUB_LOCKED || x + 1 >= SUB_LOCKED || super::held::on() {
         return false;
@@ -110,10 +110,10 @@ pub(super) fn false_sharing(idx: u32, me: u32, x: u32, subs: u32) -> bool {
     let cell = &LAST_TAKE[(idx as usize) & (LAST_TAKE.len() - 1)];
     let last = cell.load(Ordering::Relaxed);
     cell.store(
-        (u64::from(idx) << 32) | (u64::from(me) << 8) | u64::from(subs),
+        (u64::from(slot_tag(idx)) << 32) | (u64::from(me) << 8) | u64::from(subs),
         Ordering::Relaxed,
     );
-    (last >> 32) as u32 == idx
+    (last >> 32) as u32 == slot_tag(idx)
         && ((last >> 8) & 0xff_ffff) as u32 == x
         && last & u64::from(subs) == 0
 }
@@ -224,7 +224,7 @@ pub(super) fn take_subs(
 /// that the same word, with the taken fields `me`'s, is every batched granule's new state. The
 /// answer of `x` that covers `idx` covers them (its accesses up to the answer are complete;
 /// the locked fields stop later ones). Returns the bit mask of the locked window slots.
-fn lock_sub_batch(idx: u32, s: u32, me: u32, x: u32) -> u32 {
+fn lock_sub_batch(idx: u64, s: u32, me: u32, x: u32) -> u32 {
     if !(0..4).all(|i| [x, me, 0].contains(&field(s, i))) {
         return 0;
     }
@@ -248,7 +248,7 @@ fn merged(me: u32, write: bool) -> u32 {
 /// to its answer is complete, and their locked fields stop later ones, as `record::lock_batch`'s
 /// locks do for whole granules). Returns the bit mask of the locked window slots, given their
 /// merged state by [`unlock_batch`].
-fn lock_split_batch(idx: u32, me: u32, x: u32) -> u32 {
+fn lock_split_batch(idx: u64, me: u32, x: u32) -> u32 {
     let locked = SPLIT | fields(ALL_SUBS, SUB_LOCKED);
     lock_window(idx, |v| {
         let ok = is_split(v)
