@@ -135,8 +135,9 @@ pub(super) fn take_subs(
     let me = t.own_me();
     // The thread owns every sub-granule it touches (its fast path was refused for another
     // reason: a request to answer, a checkpoint due): nothing to take. A read merged the
-    // granule here, asking the other owner, only to read the thread's own bytes.
-    if (0..4).all(|i| subs & (1 << i) == 0 || field(s, i) == me) {
+    // granule here, asking the other owner, only to read the thread's own bytes. (A code that
+    // does not fit a field owns none: 127 is `SUB_LOCKED`, a field being taken.)
+    if me < SUB_LOCKED && (0..4).all(|i| subs & (1 << i) == 0 || field(s, i) == me) {
         return true;
     }
     let merge = !write || me >= SUB_LOCKED;
