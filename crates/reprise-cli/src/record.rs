@@ -422,8 +422,9 @@ fn say_no_events(exe: &std::path::Path, sync: bool, started: bool) {
             exe.display()
         );
     } else {
+        // Full mode runs a binary with the runtime in it only (`syncmode::has_runtime`).
         eprintln!(
-            "reprise: {} reported no events: it was not built with `reprise cc`, so no trace was kept",
+            "reprise: the runtime in {} did not start recording (see the messages above), so no trace was kept",
             exe.display()
         );
     }

@@ -104,6 +104,48 @@ fn program_the_runtime_cannot_enter_saves_no_trace() {
     assert_ne!(shell_status(&o), 0);
 }
 
+#[test]
+fn a_virtual_memory_limit_refusing_the_shadow_is_explained() {
+    // `ownership` reserves 8 TiB of address space for its shadow (committed on touch): a
+    // limit on virtual memory (`ulimit -v`, 64 GiB here) refuses it. The runtime says so and
+    // what to do, the program runs unrecorded, no trace is kept; `--strategy leap` records.
+    let p = program("counter_race");
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let limited = |extra: &[&str]| {
+        let mut c = Command::new("sh");
+        c.current_dir(w.dir.path())
+            .env("REPRISE_TRACE_DIR", w.path("traces"))
+            .args(["-c", "ulimit -v 67108864 && exec \"$0\" \"$@\""])
+            .arg(reprise())
+            .arg("record")
+            .args(extra)
+            .arg("--")
+            .arg(format!("./{bin}"))
+            .args(&p.args);
+        let o = run_limited(c, Duration::from_secs(60));
+        (
+            shell_status(&o),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (st, err) = limited(&[]);
+    assert_eq!(st, 2, "{err}");
+    assert!(err.contains("cannot reserve the ownership shadow"), "{err}");
+    assert!(err.contains("`ulimit -v`"), "{err}");
+    assert!(err.contains("did not start recording"), "{err}");
+    assert!(!err.contains("not built with"), "{err}");
+    no_trace_saved(&w, &err);
+    let (st, err) = limited(&["--strategy", "leap", "-o", "leap.trace"]);
+    assert_eq!(st, 0, "{err}");
+    let mut c = w.cmd();
+    c.args(["replay", "leap.trace"]);
+    let o = run_limited(c, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(shell_status(&o), 0, "{err}");
+    assert!(err.contains("replay verified"), "{err}");
+}
+
 /// Record counter_race as `./counter_race-gcc` in the work directory.
 fn recorded_here() -> (Work, Recorded) {
     let p = program("counter_race");

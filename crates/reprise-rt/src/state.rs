@@ -390,7 +390,11 @@ fn init_inner() -> u32 {
     if strategy == Strategy::Ownership
         && sys::mmap_fixed(SHADOW_ADDR, crate::ownership::SHADOW_SIZE, rw, -1, false).is_err()
     {
-        crate::say!("cannot reserve the ownership shadow; running without recording");
+        // 8 TiB of address space (committed on touch): only a limit on virtual memory
+        // (`ulimit -v`, as on some batch clusters) refuses it, as it refuses ThreadSanitizer.
+        crate::say!(
+            "cannot reserve the ownership shadow (8 TiB of address space, committed on touch): is virtual memory limited (`ulimit -v`)? Lift the limit, or record with `--strategy leap`; running without recording"
+        );
         return M_OFF;
     }
     let log: &[u8] = if c.model_len > 0
