@@ -50,8 +50,8 @@ pub const SIGNAL_AFTER_NS: u64 = 20_000;
 pub const SLEEP_AFTER_NS: u64 = 100_000;
 
 /// Pack a pending access: event `e` on shadow slot `idx` (its tag, `ownership::slot_tag`: the
-/// low half), as two 4-byte stores (the event's
-/// low half first, then the slot: two instructions where packing the word took four). A reader
+/// low half), as two 4-byte stores (the event's low half first, then the slot: two
+/// instructions where packing the word took four). A reader
 /// of the whole word (this thread's handler, a stealer after its barrier) may find the new
 /// event with the previous slot; the slot it then refuses is the wrong one, but the callback in
 /// progress has not loaded the shadow yet (it does so after the second store), so it sees the

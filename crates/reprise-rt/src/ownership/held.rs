@@ -361,8 +361,9 @@ pub fn clear(t: &Shared) {
 
 /// Whether thread `t` holds a granule of the transfer window of the shadow slot tagged `idx`
 /// (`ownership::slot_tag`; a steal or the handover signal must not give that window away).
-/// Another thread's table is read after a process-wide barrier (`handover::steal`): an entry stored before it is seen, and one stored
-/// after it comes from a callback whose pending access names the window.
+/// Another thread's table is read after a process-wide barrier (`handover::steal`): an entry
+/// stored before it is seen, and one stored after it comes from a callback whose pending
+/// access names the window.
 pub fn in_window(t: &Shared, idx: u32) -> bool {
     if !on() {
         // Off (the default): no table to scan on a steal or in the handover handler.

@@ -226,11 +226,17 @@ pub(super) fn take_subs(
 /// answer of `x` that covers `idx` covers them (its accesses up to the answer are complete;
 /// the locked fields stop later ones). Returns the bit mask of the locked window slots.
 fn lock_sub_batch(idx: u64, s: u32, me: u32, x: u32) -> u32 {
-    if !(0..4).all(|i| [x, me, 0].contains(&field(s, i))) {
+    if !fields_of(s, x, me) {
         return 0;
     }
     let locked = SPLIT | fields(ALL_SUBS, SUB_LOCKED);
     lock_window(idx, |v| (v == s).then_some(locked))
+}
+
+/// Whether every field of split word `v` is thread code `x`'s, `me`'s or nobody's (a batch
+/// taken on one answer of `x` may hold no other thread's field).
+fn fields_of(v: u32, x: u32, me: u32) -> bool {
+    (0..4).all(|i| [x, me, 0].contains(&field(v, i)))
 }
 
 /// The state of a granule merged by thread code `me`: `EXCL` for a write, `RDEX` for a read
@@ -252,9 +258,7 @@ fn merged(me: u32, write: bool) -> u32 {
 fn lock_split_batch(idx: u64, me: u32, x: u32) -> u32 {
     let locked = SPLIT | fields(ALL_SUBS, SUB_LOCKED);
     lock_window(idx, |v| {
-        let ok = is_split(v)
-            && (0..4).all(|i| [x, me, 0].contains(&field(v, i)))
-            && (0..4).any(|i| field(v, i) == x);
+        let ok = is_split(v) && fields_of(v, x, me) && (0..4).any(|i| field(v, i) == x);
         ok.then_some(locked)
     })
 }
