@@ -187,6 +187,15 @@ enum Cmd {
     },
 }
 
+/// For the commands that only print (`info`, `view`): a reader that goes away (`reprise info T
+/// | head`) ends reprise quietly by SIGPIPE, as it ends any Unix filter, instead of a panic of
+/// `println!` on EPIPE (Rust ignores SIGPIPE before `main`). Not for `record` and `replay`: the
+/// launcher keeps ignoring it (a program that closes its end of a pipe must not kill it).
+fn die_on_broken_pipe() {
+    // SAFETY: plain FFI call restoring a signal's default disposition; no handler involved.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
 // Over 80 lines: one match that moves each subcommand's options into its command.
 #[allow(clippy::too_many_lines)]
 fn main() {
@@ -246,8 +255,14 @@ fn main() {
         })
         // Replay failures of any kind exit 125 (never a status the program could have).
         .map_err(exit::Failure::replay),
-        Cmd::Info { trace, records } => info::info(trace, records),
-        Cmd::View { trace, output } => view::view(trace, output),
+        Cmd::Info { trace, records } => {
+            die_on_broken_pipe();
+            info::info(trace, records)
+        }
+        Cmd::View { trace, output } => {
+            die_on_broken_pipe();
+            view::view(trace, output)
+        }
         Cmd::Bench {
             programs,
             strategies,

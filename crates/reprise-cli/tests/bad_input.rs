@@ -209,3 +209,22 @@ fn another_runtime_version_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn info_into_a_pipe_closed_early_ends_quietly() {
+    let (w, r) = recorded_here();
+    // `--records` prints one line per record: far more than the pipe holds, so the write
+    // after `head` has gone fails whatever the timing.
+    let script = format!(
+        "'{}' info --records '{}' | head -c 1 >/dev/null; echo \"status ${{PIPESTATUS[0]}}\" >&2",
+        reprise().display(),
+        r.trace.display()
+    );
+    let mut c = Command::new("bash");
+    c.arg("-c").arg(&script);
+    let o = run_limited(c, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    // Ended by SIGPIPE (128 + 13), as a Unix filter is, with nothing else said.
+    assert_eq!(err.trim(), "status 141", "{err}");
+}
