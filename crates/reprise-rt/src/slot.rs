@@ -42,6 +42,10 @@ pub struct Mailbox {
     pub wake: AtomicU32,
     /// The thread sleeps on `wake` (a request to it must wake it).
     pub sleeping: AtomicU32,
+    /// Ownership replay: the smallest event at which a thread waiting for this one's count
+    /// wants it to publish (0: none), so that the waiter polls `done` here instead of the
+    /// count on the line this thread writes at every event (`ownership::ring`).
+    pub replay_want: AtomicU64,
 }
 
 /// A word of a thread's [`Shared`] part that only its owner writes, except that the thread
@@ -120,7 +124,8 @@ pub struct Shared {
     pub events: AtomicU64,
     /// Ownership fast path: an access whose event number is below this takes the fast path;
     /// every rare condition (checkpoint due, next replay edge, request pending, signal, held
-    /// stripe, jitter, other strategies: 0) lowers it. Written by other threads only to 0.
+    /// stripe, jitter, other strategies: 0) lowers it. Written by other threads only to 0, or
+    /// (replay) lowered to the event a waiter rang for (`ownership::ring`).
     pub fast_limit: AtomicU64,
     /// Ownership record: the access whose callback ran last and which may still be pending
     /// (`handover::pend`), for the handover signal's handler.

@@ -252,8 +252,16 @@ pub fn recompute(t: &mut Thread) {
                 0
             };
         }
+        lim = lim.min(doorbell(t.sh(), e));
     }
     t.sh().fast_limit.store(lim, Ordering::SeqCst);
+    if t.own_replay() && lim != 0 {
+        // A doorbell rung while we computed (its lowered limit overwritten just now).
+        let w = doorbell(t.sh(), e);
+        if w < lim {
+            t.sh().fast_limit.store(w, Ordering::SeqCst);
+        }
+    }
     // A request (or the free state) that arrived while we computed must not be lost.
     if t.sh().mb.req.load(Ordering::SeqCst) != 0
         || t.sh().held_stop.load(Ordering::SeqCst) != 0
@@ -262,6 +270,25 @@ pub fn recompute(t: &mut Thread) {
     {
         t.sh().fast_limit.store(0, Ordering::SeqCst);
     }
+}
+
+/// Replay: the event a waiter wants this thread to publish at ([`ring`]), u64::MAX when none
+/// is due; one met (`e` events counted) is cleared.
+fn doorbell(sh: &Shared, e: u64) -> u64 {
+    let w = sh.mb.replay_want.load(Ordering::SeqCst);
+    if w == 0 {
+        return u64::MAX;
+    }
+    if w <= e {
+        // Met: the count before it is published. A waiter that rang later, for a later
+        // event, set a larger value only if ours was gone: compare-exchange keeps it.
+        let _ = sh
+            .mb
+            .replay_want
+            .compare_exchange(w, 0, Ordering::SeqCst, Ordering::SeqCst);
+        return u64::MAX;
+    }
+    w
 }
 
 /// Back off while waiting: spin, then yield, then sleep briefly.
@@ -391,11 +418,29 @@ fn gate_replay(t: &mut Thread, e: u64) {
             publish(t.sh());
         }
         // Wait by time, as requesters do: spin (the source is usually running and close),
-        // then yield the CPU (it may need it), then sleep briefly.
-        while xs.events.load(Ordering::Acquire) <= s && xs.mb.done.load(Ordering::Acquire) < s {
+        // then yield the CPU (it may need it), then sleep briefly. The spin polls `done`,
+        // which the source publishes at its event `s + 1` (`ring`), not its count, which
+        // shares the line the source writes at every event.
+        let passed = |xs: &Shared| xs.events.load(Ordering::Acquire) > s;
+        let mut rung = false;
+        while xs.mb.done.load(Ordering::Acquire) < s {
+            if !rung {
+                // The count once before and once after the doorbell: the source may have
+                // passed `s + 1` before its limit was lowered.
+                if passed(xs) || (ring(xs, s) && passed(xs)) {
+                    break;
+                }
+                rung = true;
+                continue;
+            }
             let Some(waited) = clock.tick(t, x) else {
                 continue;
             };
+            // Every 64 spins, the count (a doorbell raced by the source is never answered),
+            // and the doorbell again (another waiter's, met and cleared, may have replaced it).
+            if passed(xs) || (ring(xs, s) && passed(xs)) {
+                break;
+            }
             if waited > 2_000_000 {
                 sys::sleep_ns(20_000);
             } else if waited > 5_000 {
@@ -405,6 +450,28 @@ fn gate_replay(t: &mut Thread, e: u64) {
         clock.done(t);
         t.next_edge += 1;
     }
+}
+
+/// Replay: ask thread `xs` to publish its completed count (`Mailbox::done`) once it reaches
+/// event `s + 1` (a slow entry there: its limit is lowered to it, and [`recompute`] keeps it
+/// there until it passed), so that a waiter polls `done`, on the mailbox's line, instead of
+/// the count, which shares the line of the fast path's fields: the source writes that line at
+/// every event, and each poll took it away (a cache miss per event of the source for as long
+/// as anyone waited). True when this call set the doorbell (false: one at `s + 1` or earlier
+/// is set already).
+fn ring(xs: &Shared, s: u64) -> bool {
+    let want = s + 1;
+    let set = xs
+        .mb
+        .replay_want
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
+            (w == 0 || w > want).then_some(want)
+        })
+        .is_ok();
+    if set {
+        xs.fast_limit.fetch_min(want, Ordering::SeqCst);
+    }
+    set
 }
 
 // ---- the slow path --------------------------------------------------------------------------------
