@@ -212,9 +212,10 @@ fn another_runtime_version_is_refused() {
 
 #[test]
 fn info_into_a_pipe_closed_early_ends_quietly() {
-    let (_w, r) = recorded_here(); // `_w` keeps the work directory (and the trace) alive
-                                   // `--records` prints one line per record: far more than the pipe holds, so the write
-                                   // after `head` has gone fails whatever the timing.
+    // `_w` keeps the work directory (and the trace) alive. `--records` prints one line per
+    // record: far more than the pipe holds, so the write after `head` has gone fails whatever
+    // the timing.
+    let (_w, r) = recorded_here();
     let script = format!(
         "'{}' info --records '{}' | head -c 1 >/dev/null; echo \"status ${{PIPESTATUS[0]}}\" >&2",
         reprise().display(),

@@ -409,42 +409,36 @@ fn gate_replay(t: &mut Thread, e: u64) {
         }
         let xs = state::shared(x);
         let mut clock = WaitClock::default();
-        if xs.events.load(Ordering::Acquire) <= s && xs.mb.done.load(Ordering::Acquire) < s {
+        let passed = |xs: &Shared| xs.events.load(Ordering::Acquire) > s;
+        if !passed(xs) && xs.mb.done.load(Ordering::Acquire) < s {
             // Every access of this thread before `e` is complete: say so before waiting. A
             // thread may wait here for one whose next edge waits for this one's last access
             // (OpenMP's worker, gated after the main thread's access that preceded its own
             // gated one): that one goes on when this count is published, as the recording's
             // requester answered while it waited.
             publish(t.sh());
-        }
-        // Wait by time, as requesters do: spin (the source is usually running and close),
-        // then yield the CPU (it may need it), then sleep briefly. The spin polls `done`,
-        // which the source publishes at its event `s + 1` (`ring`), not its count, which
-        // shares the line the source writes at every event.
-        let passed = |xs: &Shared| xs.events.load(Ordering::Acquire) > s;
-        let mut rung = false;
-        while xs.mb.done.load(Ordering::Acquire) < s {
-            if !rung {
-                // The count once before and once after the doorbell: the source may have
-                // passed `s + 1` before its limit was lowered.
-                if passed(xs) || (ring(xs, s) && passed(xs)) {
-                    break;
+            // Wait by time, as requesters do: spin (the source is usually running and close),
+            // then yield the CPU (it may need it), then sleep briefly. The spin polls `done`,
+            // which the source publishes at its event `s + 1` (`ring`), not its count, which
+            // shares the line the source writes at every event. The count is read again after
+            // each ring: the source may have passed `s + 1` before its limit was lowered.
+            if !(ring(xs, s) && passed(xs)) {
+                while xs.mb.done.load(Ordering::Acquire) < s {
+                    let Some(waited) = clock.tick(t, x) else {
+                        continue;
+                    };
+                    // Every 64 spins, the count (a doorbell raced by the source is never
+                    // answered), and the doorbell again (another waiter's, met and cleared,
+                    // may have replaced it).
+                    if passed(xs) || (ring(xs, s) && passed(xs)) {
+                        break;
+                    }
+                    if waited > 2_000_000 {
+                        sys::sleep_ns(20_000);
+                    } else if waited > 5_000 {
+                        sys::yield_now();
+                    }
                 }
-                rung = true;
-                continue;
-            }
-            let Some(waited) = clock.tick(t, x) else {
-                continue;
-            };
-            // Every 64 spins, the count (a doorbell raced by the source is never answered),
-            // and the doorbell again (another waiter's, met and cleared, may have replaced it).
-            if passed(xs) || (ring(xs, s) && passed(xs)) {
-                break;
-            }
-            if waited > 2_000_000 {
-                sys::sleep_ns(20_000);
-            } else if waited > 5_000 {
-                sys::yield_now();
             }
         }
         clock.done(t);
