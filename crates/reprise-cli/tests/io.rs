@@ -455,3 +455,35 @@ fn directory_listings_replay_after_the_directory_changed() {
         replay_verified(&w, &r, How::Plain);
     }
 }
+
+/// A small database's file handling (`file_store`: leveldb's calls; gcc build, and a plain
+/// build in sync mode): a LOCK file opened O_RDWR and locked with fcntl/lockf/flock, `access`
+/// asking whether CURRENT exists, a table written, synced, sized, mapped and removed, a log
+/// mapped shared and writable. A replay with the recording's files left behind (CURRENT now
+/// exists), and one after the directory is gone, verify and create nothing. Before, replay
+/// opened LOCK read-only and fcntl(F_SETLK) failed on it, fsync failed on the placeholder,
+/// `access` saw today's files, and the removed table's mapping failed; leveldb's db_bench
+/// replayed none of its recordings.
+#[test]
+fn a_store_locked_synced_mapped_and_removed_replays_without_its_files() {
+    let p = program("file_store");
+    let w = Work::new();
+    let sums = "table sums 76373558 76264164, log sum 8355840\n";
+    for bin in [w.build(&p, "gcc"), w.build_plain(&p)] {
+        let dir = w.path(&format!("store-{bin}"));
+        std::fs::create_dir(&dir).unwrap();
+        let args = [dir.display().to_string()];
+        let new = record(&w, &bin, &args, &format!("new-{bin}.trace"), &[]);
+        let out = String::from_utf8_lossy(&new.stdout);
+        assert_eq!(out, format!("new store table-000001: {sums}"), "{bin}");
+        replay_verified(&w, &new, How::Plain);
+        replay_verified(&w, &new, How::Jitter(2));
+        let existing = record(&w, &bin, &args, &format!("existing-{bin}.trace"), &[]);
+        let out = String::from_utf8_lossy(&existing.stdout);
+        assert_eq!(out, format!("existing store table-000001: {sums}"), "{bin}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        replay_verified(&w, &new, How::Plain);
+        replay_verified(&w, &existing, How::Plain);
+        assert!(!dir.exists(), "{bin}: a replay created {}", dir.display());
+    }
+}

@@ -99,6 +99,7 @@ SHIM_HIDDEN void reprise_shim_note_input(int fd);
 /* Remember that the program wrote the regular file open on `fd` (its later reads are then
  * recorded, not re-executed: shim_fdio.c). */
 SHIM_HIDDEN void reprise_shim_mark_written(int fd);
+SHIM_HIDDEN int reprise_shim_wrote(int fd);
 SHIM_HIDDEN int reprise_shim_placeholder(int want);
 
 /* ---- recorded results (shim_fs.c, shim_sysinfo.c, shim_omp.c) --------------------------------

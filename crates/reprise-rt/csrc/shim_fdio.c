@@ -25,9 +25,13 @@
 
 enum { IO_EMULATE = 1, IO_REEXEC = 2 };
 
-/* Files (dev, inode) this program wrote while recording: their reads are recorded. */
-static struct { dev_t dev; ino_t ino; } written[256];
+/* Files (dev, inode) this program wrote while recording: their reads and mappings are
+ * recorded. Past NWRITTEN files (a database's many table files) every file counts as written:
+ * its reads are recorded, which is always exact, only larger. */
+#define NWRITTEN 4096
+static struct { dev_t dev; ino_t ino; } written[NWRITTEN];
 static int nwritten;
+static int written_full;
 static int written_lock;
 
 static void lock_w(void) { while (__atomic_exchange_n(&written_lock, 1, __ATOMIC_ACQUIRE)) { } }
@@ -41,10 +45,12 @@ void reprise_shim_mark_written(int fd)
     int found = 0;
     for (int i = 0; i < nwritten; i++)
         if (written[i].dev == st.st_dev && written[i].ino == st.st_ino) found = 1;
-    if (!found && nwritten < 256) {
+    if (!found && nwritten < NWRITTEN) {
         written[nwritten].dev = st.st_dev;
         written[nwritten].ino = st.st_ino;
         nwritten++;
+    } else if (!found) {
+        written_full = 1;
     }
     unlock_w();
 }
@@ -126,6 +132,7 @@ static int wrote(const struct stat *st)
 {
     int w = 0;
     lock_w();
+    if (written_full) w = 1;
     for (int i = 0; i < nwritten; i++)
         if (written[i].dev == st->st_dev && written[i].ino == st->st_ino) w = 1;
     unlock_w();
@@ -142,6 +149,13 @@ static int file_read_class(int fd, int rf)
     if (wrote(&st)) return IO_EMULATE;
     note_reexec(fd, &st);
     return IO_REEXEC;
+}
+
+/* Whether the regular file open on `fd` is one the program wrote (while recording). */
+SHIM_HIDDEN int reprise_shim_wrote(int fd)
+{
+    struct stat st;
+    return RAW_FSTAT(fd, &st) == 0 && S_ISREG(st.st_mode) && wrote(&st);
 }
 
 /* A regular file (not /proc or /sys, not one the program wrote) the program reads another

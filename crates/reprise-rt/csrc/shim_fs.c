@@ -1,6 +1,8 @@
 /* shim_fs.c: changes to the file system besides writes, and path status calls (shim.h). */
 #include "shim.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -46,6 +48,79 @@ REVOCABLE(int, mkdirat, (int dirfd, const char *path, mode_t mode), (dirfd, path
 REVOCABLE(int, truncate, (const char *path, off_t len), (path, len))
 REVOCABLE(int, link, (const char *from, const char *to), (from, to))
 REVOCABLE(int, symlink, (const char *from, const char *to), (from, to))
+/* Calls on a descriptor the program opened for writing, which replay opens read-only (or as
+ * the /dev/null placeholder: shim_fdio.c), where they would fail (leveldb locks its LOCK file
+ * with fcntl(F_SETLK) on an O_RDWR descriptor, and syncs its logs with fdatasync): sizes,
+ * space, locks and syncs are revocable too. */
+REVOCABLE(int, ftruncate, (int fd, off_t len), (fd, len))
+REVOCABLE(int, ftruncate64, (int fd, off_t len), (fd, len))
+REVOCABLE(int, posix_fallocate, (int fd, off_t off, off_t len), (fd, off, len))
+REVOCABLE(int, posix_fallocate64, (int fd, off_t off, off_t len), (fd, off, len))
+REVOCABLE(int, fallocate, (int fd, int mode, off_t off, off_t len), (fd, mode, off, len))
+REVOCABLE(int, fallocate64, (int fd, int mode, off_t off, off_t len), (fd, mode, off, len))
+REVOCABLE(int, lockf, (int fd, int cmd, off_t len), (fd, cmd, len))
+REVOCABLE(int, lockf64, (int fd, int cmd, off_t len), (fd, cmd, len))
+REVOCABLE(int, flock, (int fd, int op), (fd, op))
+REVOCABLE(int, fsync, (int fd), (fd))
+REVOCABLE(int, fdatasync, (int fd), (fd))
+REVOCABLE(int, syncfs, (int fd), (fd))
+REVOCABLE(int, sync_file_range, (int fd, off_t off, off_t n, unsigned flags), (fd, off, n, flags))
+REVOCABLE(int, msync, (void *a, size_t n, int flags), (a, n, flags))
+/* Whether a path may be accessed: a recorded result, as a path's status is (shim below). A
+ * program checks whether its files exist with it, and replay sees the files the recording left
+ * behind (leveldb's FileExists(CURRENT) found the recording's database and took another way).
+ * Not a change; the same macro because the same record: the result and errno. */
+REVOCABLE(int, access, (const char *path, int mode), (path, mode))
+REVOCABLE(int, faccessat, (int dirfd, const char *path, int mode, int flags), (dirfd, path, mode, flags))
+REVOCABLE(int, euidaccess, (const char *path, int mode), (path, mode))
+REVOCABLE(int, eaccess, (const char *path, int mode), (path, mode))
+
+/* The working directory: changed in replay too, when it can be (relative paths then resolve
+ * as they did), but the program is given the recorded result: the directory it entered while
+ * recording may be gone at replay (a test's scratch directory) or be another. */
+#define PERFORMED_RECORDED(ret, name, params, args) \
+    ret name params \
+    { \
+        REAL(ret, name, params); \
+        if (!reprise_active()) return real_##name args; \
+        reprise_safe_point(); \
+        long r = (long)real_##name args; \
+        return (ret)reprise_shim_io_result(r, errno); \
+    }
+PERFORMED_RECORDED(int, chdir, (const char *path), (path))
+PERFORMED_RECORDED(int, fchdir, (int fd), (fd))
+
+/* fcntl's record locks (F_SETLK and its kin) are revocable, and what F_GETLK finds is
+ * recorded; every other command (descriptor flags, duplicates, pipe sizes) runs as it is. */
+static int lock_cmd(int cmd)
+{
+    return cmd == F_GETLK || cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_GETLK || cmd == F_OFD_SETLK ||
+           cmd == F_OFD_SETLKW;
+}
+static int fcntl_common(int fd, int cmd, unsigned long arg, int (*real)(int, int, ...))
+{
+    if (!lock_cmd(cmd) || !reprise_active()) return real(fd, cmd, arg);
+    reprise_safe_point();
+    long r = -1;
+    int e = 0;
+    if (!reprise_io_replaying()) { r = real(fd, cmd, arg); e = errno; }
+    r = reprise_shim_io_result(r, e);
+    if (r == 0 && (cmd == F_GETLK || cmd == F_OFD_GETLK)) reprise_io_data((void *)arg, sizeof(struct flock));
+    return (int)r;
+}
+/* The third argument is an int or a pointer; both travel in the same register. */
+#define FCNTL(name)                                              \
+    int name(int fd, int cmd, ...)                               \
+    {                                                            \
+        REAL(int, name, (int, int, ...));                        \
+        va_list ap;                                              \
+        va_start(ap, cmd);                                       \
+        unsigned long arg = va_arg(ap, unsigned long);           \
+        va_end(ap);                                              \
+        return fcntl_common(fd, cmd, arg, real_##name);          \
+    }
+FCNTL(fcntl)
+FCNTL(fcntl64)
 
 /* A path's status (stat, lstat, fstatat and glibc's older __xstat64/__lxstat64 entries):
  * recordable, the result and the structure recorded, given back in replay. A program checks
@@ -70,6 +145,28 @@ RECORDED_STAT(__fxstat64, (int ver, int fd, struct stat64 *st), (ver, fd, st), s
 
 /* Weak, as every libc name a shim file defines (shim_names.c says why). */
 #pragma weak remove
+#pragma weak ftruncate
+#pragma weak ftruncate64
+#pragma weak posix_fallocate
+#pragma weak posix_fallocate64
+#pragma weak fallocate
+#pragma weak fallocate64
+#pragma weak lockf
+#pragma weak lockf64
+#pragma weak flock
+#pragma weak fsync
+#pragma weak fdatasync
+#pragma weak syncfs
+#pragma weak sync_file_range
+#pragma weak msync
+#pragma weak access
+#pragma weak faccessat
+#pragma weak euidaccess
+#pragma weak eaccess
+#pragma weak fcntl
+#pragma weak fcntl64
+#pragma weak chdir
+#pragma weak fchdir
 #pragma weak rmdir
 #pragma weak mkdir
 #pragma weak mkdirat
@@ -102,27 +199,26 @@ RECORDED_STAT(__fxstat64, (int ver, int fd, struct stat64 *st), (ver, fd, st), s
 #pragma weak rename
 #pragma weak renameat
 
-/* mmap of a file: the program reads the file through the mapping, which replay maps again. A
- * regular file's identity is sent as a re-executed read's is (replay refuses a missing or
- * changed file before it starts, and names it, instead of diverging later). Standard input,
- * which replay does not have, is mapped from the trace: its mapped bytes are recorded like
- * bytes read from it, and replay maps them anonymously. */
+/* mmap of a file: the program reads the file through the mapping. A file the recording's
+ * program changes is mapped from the trace: standard input (which replay does not have) and
+ * any file the program wrote or opened for writing (replay performs none of those writes and
+ * removes none of those files: leveldb maps the table files it wrote, and compaction removes
+ * them). Their mapped bytes are recorded like bytes read, and replay maps them anonymously
+ * (private: the program's stores through a shared writable mapping change memory only, as
+ * replay's writes change no file). Any other file replay maps again; a regular file's identity
+ * is sent as a re-executed read's is (replay refuses a missing or changed file before it
+ * starts, and names it, instead of diverging later). Which way a mapping went is recorded. */
 static void *mmap_common(void *a, size_t n, int prot, int flags, int fd, off_t off,
                          void *(*real)(void *, size_t, int, int, int, off_t))
 {
     if (fd < 0 || (flags & MAP_ANONYMOUS) || !reprise_active()) return real(a, n, prot, flags, fd, off);
-    struct stat st;
-    int file = fd == 0 && !reprise_io_replaying() && RAW_FSTAT(0, &st) == 0 && S_ISREG(st.st_mode);
-    if (fd != 0) {
-        /* (Not a shared writable mapping: the program changes that file itself.) */
-        if (!((prot & PROT_WRITE) && (flags & MAP_SHARED))) reprise_shim_note_input(fd);
-        return real(a, n, prot, flags, fd, off);
-    }
-    /* Standard input: recorded when it is a regular file (the outcome says so in replay). */
     reprise_safe_point();
     if (!reprise_io_replaying()) {
-        if (!file) {
+        struct stat st;
+        int file = RAW_FSTAT(fd, &st) == 0 && S_ISREG(st.st_mode);
+        if (!file || (fd != 0 && !reprise_shim_wrote(fd))) {
             reprise_shim_io_result(-2, 0);
+            if (fd != 0) reprise_shim_note_input(fd);
             return real(a, n, prot, flags, fd, off);
         }
         void *p = real(a, n, prot, flags, fd, off);
@@ -130,13 +226,21 @@ static void *mmap_common(void *a, size_t n, int prot, int flags, int fd, off_t o
         long k = off < st.st_size ? (long)(st.st_size - off) : 0;
         if ((size_t)k > n) k = (long)n;
         reprise_shim_io_result(k, 0);
+        reprise_input((uint64_t)p);
         reprise_io_data(p, (size_t)k);
         return p;
     }
     long k = reprise_shim_io_result(-1, 0);
     if (k == -2) return real(a, n, prot, flags, fd, off);
     if (k < 0) return MAP_FAILED;
-    void *p = real(a, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (flags & MAP_FIXED), -1, 0);
+    /* At the recorded address: the kernel places a file's mapping and an anonymous one of the
+     * same size differently (a file's large mapping is aligned to 2 MiB), and the program keeps
+     * and compares pointers into it. */
+    void *at = (void *)reprise_input(0);
+    void *p = real(at, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    /* (Taken in replay: a fixed mapping replaces what is there, as it did; any other goes
+     * where the kernel puts it, and a pointer kept into it diverges, found as any other.) */
+    if (p == MAP_FAILED) p = real(a, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (flags & MAP_FIXED), -1, 0);
     if (p == MAP_FAILED) return p;
     reprise_io_data(p, (size_t)k);
     if (prot != (PROT_READ | PROT_WRITE)) mprotect(p, n, prot);
