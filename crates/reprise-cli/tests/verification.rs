@@ -387,3 +387,33 @@ fn heap_padding_does_not_diverge() {
         }
     }
 }
+
+/// dead_local stores a struct sigaction into a frame that then returns, at stack depths 0 to
+/// 512 bytes deeper in steps of 8; the next runtime entry is sysconf's interposer, whose first
+/// call resolves libc's sysconf with dlsym, and dlsym's __sigsetjmp writes pointer-mangled
+/// (random per process) words over dead stack. LEAP and `--verify=full` fold a plain access's
+/// value at the next entry: before, at the depths where the two met (240 and 248 here) every
+/// replay diverged (xz 5.4.1's `--version` under LEAP: the struct sigaction of its
+/// message_init). The pending value is now folded before the first dlsym.
+#[test]
+fn a_dead_local_overwritten_by_dlsym_does_not_diverge() {
+    let w = Work::new();
+    let bin = w.build(&program("dead_local"), "gcc");
+    for depth in (0..=512u32).step_by(8) {
+        let extra: &[&str] = if depth % 16 == 0 {
+            &["--strategy", "leap"]
+        } else {
+            &["--verify=full"]
+        };
+        let r = record(
+            &w,
+            &bin,
+            &[depth.to_string()],
+            &format!("dead-{depth}.trace"),
+            extra,
+        );
+        assert_eq!(r.status, 0);
+        assert_eq!(r.stdout, b"memory found: 1\n");
+        replay_verified(&w, &r, How::Plain);
+    }
+}

@@ -48,9 +48,12 @@ extern void reprise_safe_point(void);
 extern uint64_t reprise_input(uint64_t live);   /* record: logs live; replay: recorded value */
 extern int reprise_active(void);                /* 1 while recording or replaying this thread */
 
+/* The pending access's value is folded before the first dlsym, whose __sigsetjmp writes
+ * random words over dead stack (calls.rs, reprise_fold_pending). */
+extern void reprise_fold_pending(void);
 #define REAL(ret, name, params) \
     static ret(*real_##name) params; \
-    if (!real_##name) real_##name = (ret(*) params)dlsym(RTLD_NEXT, #name);
+    if (!real_##name) { reprise_fold_pending(); real_##name = (ret(*) params)dlsym(RTLD_NEXT, #name); }
 
 /* The runtime's own system calls, by number: the program may define its own `fstat`, `dup2` or
  * `syscall` (see shim_names.c), and those must not be the ones called here. */

@@ -41,6 +41,30 @@ pub extern "C" fn reprise_ordered(obj: *const c_void) -> c_int {
     1
 }
 
+/// Fold the pending access's value now, before a C interposer's first `dlsym` (shim.h `REAL`):
+/// dlsym catches errors with `__sigsetjmp`, which stores pointer-mangled registers (random per
+/// process) on the stack, over the dead locals of frames that have returned. When the pending
+/// access was a store to such a local, the value folded at the next runtime entry was that
+/// random one, and every replay diverged (xz under LEAP or `--verify=full`: the `struct
+/// sigaction` its message_init filled, folded after sysconf's first call). The value now is
+/// the access's own; the later entry folds nothing. Not a runtime entry (no turn, not counted:
+/// which thread resolves a name first may differ in replay), and the fold itself is the same
+/// wherever it happens when nothing overwrote the value.
+#[no_mangle]
+pub extern "C" fn reprise_fold_pending() {
+    let m = state::mode();
+    if m <= state::M_OFF || m == state::M_DONE || state::IN_RT.with(|c| c.get()) {
+        return;
+    }
+    let t = state::cur();
+    if t.is_null() {
+        return;
+    }
+    let _rt = state::RtGuard::new();
+    // SAFETY: t is this thread's own slot, and IN_RT keeps the runtime out while it is used.
+    access::fold_pending(unsafe { &mut *t });
+}
+
 /// A safe point (the previous access is complete; release its turn). The thread's system
 /// calls stay untrapped until its next runtime entry: the first one would only have made this
 /// same safe point again (see `sud`), at the cost of a SIGSYS (the shim's reads paid two per

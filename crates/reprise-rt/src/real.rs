@@ -93,6 +93,8 @@ fn resolve_one(slot: &AtomicUsize, sym: &str, ver: Option<&str>) {
     if slot.load(Ordering::Relaxed) != 0 {
         return;
     }
+    // dlsym writes random words over dead stack (`calls::reprise_fold_pending` says why).
+    crate::calls::reprise_fold_pending();
     // SAFETY: sym and ver are NUL-terminated literals; RTLD_NEXT names the objects after ours.
     let p = unsafe {
         match ver {
