@@ -29,6 +29,10 @@ pub enum Failure {
     /// verified replay exits with the recorded status instead).
     #[error("{0}")]
     Replay(String),
+    /// A replay stopped by this signal (SIGINT, SIGTERM, SIGHUP) sent to reprise: no verdict;
+    /// 128 + the signal, as a shell reports a command the signal ended.
+    #[error("replay stopped by {} before its end: no verdict (the program was killed)", crate::replay::signal_name(*.0))]
+    Stopped(i32),
 }
 
 impl Failure {
@@ -38,13 +42,14 @@ impl Failure {
             Failure::NoSuchFile(_) | Failure::NotFound(_) => 127,
             Failure::NotExecutable(_) => 126,
             Failure::Replay(_) => 125,
+            Failure::Stopped(sig) => 128 + sig,
         }
     }
 
     /// Any error of a replay, as the replay failure it is (its message, with its causes).
     pub fn replay(e: anyhow::Error) -> anyhow::Error {
         match e.downcast::<Failure>() {
-            Ok(f @ Failure::Replay(_)) => f.into(),
+            Ok(f @ (Failure::Replay(_) | Failure::Stopped(_))) => f.into(),
             Ok(f) => Failure::Replay(f.to_string()).into(),
             Err(e) => Failure::Replay(format!("{e:#}")).into(),
         }

@@ -566,6 +566,9 @@ pub fn replay(o: ReplayOpts) -> Result<i32> {
         // shown once at the end.
         let mut sink = ReplaySink::new(&out, &err, !echo);
         let ended = launch::run(&launch, &mut sink).context("cannot run the replay")?;
+        if let Some(sig) = launch::stopped_by() {
+            return Err(crate::exit::Failure::Stopped(sig).into());
+        }
         let outputs = sink.outputs(&path)?;
         Ok(judge(
             &header,

@@ -251,3 +251,65 @@ fn shell_status_of(s: std::process::ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
 }
+
+/// The children of process `pid` (any of its threads').
+fn children_of(pid: u32) -> Vec<i32> {
+    let mut v = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let f = t.unwrap().path().join("children");
+        let s = std::fs::read_to_string(f).unwrap_or_default();
+        v.extend(s.split_whitespace().map(|p| p.parse::<i32>().unwrap()));
+    }
+    v
+}
+
+/// SIGINT, SIGTERM or SIGHUP sent to `reprise replay` while the program runs stops the replay:
+/// the program is killed (it leaves no process) and reprise says so and exits with 128 + the
+/// signal, never a verdict. Before, it died of the signal silently, and the program with it
+/// only by PR_SET_PDEATHSIG.
+#[test]
+fn a_replay_stopped_by_a_signal_says_so() {
+    use std::io::Read;
+    let p = program("long_run");
+    let w = Work::new();
+    let bin = w.build(&p, "gcc");
+    let args = ["1000000".to_string()];
+    let r = record(&w, &bin, &args, "long.trace", &[]);
+    assert_eq!(r.stdout, b"started\ntotal 1999998\n");
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let mut c = w.cmd();
+        c.arg("replay")
+            .arg(&r.trace)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        let mut so = child.stdout.take().unwrap();
+        let mut first = [0u8; 8];
+        so.read_exact(&mut first).unwrap();
+        assert_eq!(&first, b"started\n");
+        let programs = children_of(child.id());
+        assert_eq!(programs.len(), 1, "{programs:?}");
+        // SAFETY: signalling the replayer we started.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        child.stdout = Some(so);
+        let (status, _, err) = finish_limited(child, Vec::new());
+        assert_eq!(status, 128 + sig, "{err}");
+        let name = match sig {
+            libc::SIGINT => "SIGINT",
+            libc::SIGTERM => "SIGTERM",
+            _ => "SIGHUP",
+        };
+        assert!(
+            err.contains(&format!(
+                "reprise: replay stopped by {name} before its end: no verdict"
+            )),
+            "{err}"
+        );
+        assert!(
+            !err.contains("verified") && !err.contains("diverged"),
+            "{err}"
+        );
+        assert!(!alive(programs[0]), "the program outlived its replay");
+    }
+}

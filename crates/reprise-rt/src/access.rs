@@ -149,20 +149,36 @@ pub fn checkpoint(t: &mut Thread, e: u64) {
         }
         t.next_digest += 1;
         let rec = ds[i];
-        if rec.event != e || rec.value != d {
-            let every = state::CHECKPOINT.load(Ordering::Relaxed);
+        // The window: past the last checkpoint that matched, up to this one (a thread's last
+        // checkpoint is at its end, not at a multiple of the interval).
+        let from = if i > 0 { ds[i - 1].event + 1 } else { 1 };
+        let last = LastAccess(t.sh().pending_addr.get() as usize);
+        if rec.event != e {
+            // Another number of events since that checkpoint: the thread took another path
+            // (or ended elsewhere).
             diverge(
                 t,
                 e,
                 format_args!(
-                    "thread {} diverged in events {}..{}: digest {:#018x} recorded at event {}, {:#018x} now{}",
+                    "thread {} diverged in events {}..{}: its next checkpoint was at event {} in the recording, at event {} now (digest {:#018x} recorded, {:#018x} now){}",
                     t.tid,
-                    e.saturating_sub(every) + 1,
+                    from,
+                    e.min(rec.event),
+                    rec.event,
                     e,
                     rec.value,
-                    rec.event,
                     d,
-                    LastAccess(t.sh().pending_addr.get() as usize)
+                    last
+                ),
+            );
+        }
+        if rec.value != d {
+            diverge(
+                t,
+                e,
+                format_args!(
+                    "thread {} diverged in events {}..{}: digest {:#018x} recorded, {:#018x} now{}",
+                    t.tid, from, e, rec.value, d, last
                 ),
             );
         }

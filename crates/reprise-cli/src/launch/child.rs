@@ -1,7 +1,7 @@
 //! The child's side of [`super::run`]'s fork (descriptors, process group, working directory,
 //! stack limit, personality, then the exec) and the debugger of `replay --gdb`.
 
-use super::FORWARDED;
+use super::signals::FORWARDED;
 use anyhow::{bail, Result};
 use reprise_proto::*;
 use std::ffi::CString;

@@ -19,11 +19,14 @@
 //! event count.
 
 mod child;
+mod signals;
 
 use crate::watchdog::Watchdog;
 use anyhow::{bail, Context, Result};
 use child::{exec_child, start_gdb, ChildExec};
 use reprise_proto::*;
+pub use signals::stopped_by;
+use signals::{forward, install_on_forwarded, stop, CHILD, SAME_GROUP};
 use std::ffi::CString;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -99,41 +102,6 @@ impl Launch {
 /// The signal that ends a deadlocked program (asked through the status header, so the
 /// program's own handler for it does not keep it alive).
 const DEADLOCK_SIGNAL: i32 = libc::SIGTERM;
-
-/// The program's pid while it runs (for the signal-forwarding handler), else 0.
-static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-/// Whether the program shares the launcher's process group.
-static SAME_GROUP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-const FORWARDED: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
-
-extern "C" fn forward(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
-    use std::sync::atomic::Ordering;
-    let pid = CHILD.load(Ordering::SeqCst);
-    if pid <= 0 {
-        return;
-    }
-    // SAFETY: the kernel's siginfo for this signal.
-    let code = unsafe { (*info).si_code };
-    if SAME_GROUP.load(Ordering::SeqCst) && code == libc::SI_KERNEL {
-        // From the terminal, to the whole foreground group: the program has its own copy.
-        return;
-    }
-    // SAFETY: kill(2) on our own child, async-signal-safe.
-    unsafe { libc::kill(pid, sig) };
-}
-
-fn install_forwarding() {
-    for sig in FORWARDED {
-        // SAFETY: a zeroed sigaction with our handler and SA_SIGINFO is valid.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction =
-                forward as extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) as usize;
-            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
 
 /// Where the child's output goes as it arrives.
 pub trait Sink {
@@ -489,7 +457,10 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     let parent = unsafe { libc::getpid() };
     SAME_GROUP.store(!own_group, std::sync::atomic::Ordering::SeqCst);
     if l.forward_signals {
-        install_forwarding();
+        install_on_forwarded(forward);
+    } else if l.gdb.is_none() {
+        // (Under gdb, SIGINT is gdb's: the launcher ignores it.)
+        install_on_forwarded(stop);
     }
     // Under gdb: the program waits before its exec until the launcher writes to this pipe.
     let go_pipe = match l.gdb {
