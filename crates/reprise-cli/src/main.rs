@@ -116,6 +116,8 @@ enum Cmd {
         /// Trace file.
         trace: Option<PathBuf>,
         /// Inject seeded random delays at callbacks (proves order is enforced, not lucky).
+        /// They cost about 0.3 us per runtime entry on average: a program making hundreds of
+        /// millions of accesses replays a hundred times slower.
         #[arg(long, default_value_t = 0)]
         jitter: u64,
         /// Give up after this many seconds without progress (default: max(60, 20x the recording)).

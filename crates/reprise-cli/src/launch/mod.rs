@@ -25,7 +25,7 @@ use crate::watchdog::Watchdog;
 use anyhow::{bail, Context, Result};
 use child::{exec_child, start_gdb, ChildExec};
 use reprise_proto::*;
-pub use signals::stopped_by;
+use signals::stopped_by;
 use signals::{forward, install_on_forwarded, stop, CHILD, SAME_GROUP};
 use std::ffi::CString;
 use std::io::{Read, Write};
@@ -536,6 +536,9 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
         deliver(m, l.echo, sink)?;
     }
     let _ = std::io::stdout().flush();
+    if let Some(sig) = stopped_by() {
+        return Err(crate::exit::Failure::Stopped(sig).into());
+    }
     Ok(Ended {
         exit: exit.unwrap(),
         wall: start.elapsed(),
