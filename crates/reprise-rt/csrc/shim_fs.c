@@ -208,6 +208,39 @@ RECORDED_STAT(__fxstat64, (int ver, int fd, struct stat64 *st), (ver, fd, st), s
  * replay's writes change no file). Any other file replay maps again; a regular file's identity
  * is sent as a re-executed read's is (replay refuses a missing or changed file before it
  * starts, and names it, instead of diverging later). Which way a mapping went is recorded. */
+/* Record the data of a recorded mapping `p` of [off, off + k) of `fd`, extent by extent:
+ * holes (SEEK_HOLE) read as zeros, which replay's anonymous mapping already is, so a file the
+ * program sized with ftruncate and fills through the mapping costs the trace nothing (a
+ * scientific code's gigabytes of output). Each extent: its start and length, then its bytes;
+ * -1 ends. The descriptor's offset is restored. */
+static void record_extents(int fd, const char *p, off_t off, long k)
+{
+    long cur = raw_syscall3(SYS_lseek, fd, 0, SEEK_CUR);
+    long pos = off, end = off + k;
+    while (pos < end) {
+        long d = raw_syscall3(SYS_lseek, fd, pos, SEEK_DATA);
+        if (d == -ENXIO || d >= end) break;
+        long h = d < 0 ? end : raw_syscall3(SYS_lseek, fd, d, SEEK_HOLE);
+        if (d < 0) d = pos; /* (no SEEK_DATA here: all data) */
+        if (h < 0 || h > end) h = end;
+        reprise_input((uint64_t)(d - off));
+        reprise_input((uint64_t)(h - d));
+        reprise_io_data((void *)(p + (d - off)), (size_t)(h - d));
+        pos = h;
+    }
+    reprise_input((uint64_t)-1);
+    if (cur >= 0) raw_syscall3(SYS_lseek, fd, cur, SEEK_SET);
+}
+static void replay_extents(char *p)
+{
+    for (;;) {
+        int64_t start = (int64_t)reprise_input(0);
+        if (start < 0) return;
+        size_t len = (size_t)reprise_input(0);
+        reprise_io_data(p + start, len);
+    }
+}
+
 static void *mmap_common(void *a, size_t n, int prot, int flags, int fd, off_t off,
                          void *(*real)(void *, size_t, int, int, int, off_t))
 {
@@ -227,7 +260,10 @@ static void *mmap_common(void *a, size_t n, int prot, int flags, int fd, off_t o
         if ((size_t)k > n) k = (long)n;
         reprise_shim_io_result(k, 0);
         reprise_input((uint64_t)p);
-        reprise_io_data(p, (size_t)k);
+        /* (Readable while its bytes are recorded, whatever the program asked.) */
+        if (!(prot & PROT_READ)) mprotect(p, n, prot | PROT_READ);
+        record_extents(fd, p, off, k);
+        if (!(prot & PROT_READ)) mprotect(p, n, prot);
         return p;
     }
     long k = reprise_shim_io_result(-1, 0);
@@ -242,7 +278,7 @@ static void *mmap_common(void *a, size_t n, int prot, int flags, int fd, off_t o
      * where the kernel puts it, and a pointer kept into it diverges, found as any other.) */
     if (p == MAP_FAILED) p = real(a, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (flags & MAP_FIXED), -1, 0);
     if (p == MAP_FAILED) return p;
-    reprise_io_data(p, (size_t)k);
+    replay_extents(p);
     if (prot != (PROT_READ | PROT_WRITE)) mprotect(p, n, prot);
     return p;
 }
