@@ -72,6 +72,10 @@ fn hundred_recordings_local_static() {
 /// program's), when the workers, woken by it, stop for good at their next runtime entry. The
 /// recording and its replay hung in that join; the join now returns once the worker is
 /// stopped. The library is plain gcc (not instrumented, like libomp), the program `reprise cc`.
+/// A worker that entered the runtime just before the end, after locking the pool's mutex,
+/// waited for a stripe ticket the end holds for good, and the destructor's lock of that mutex
+/// hung the exit (a recording in about 100, seen once in this test's 10 under load): it now
+/// stops as a thread entering after the end does, so 40 recordings.
 #[test]
 fn library_destructor_joins_its_workers_after_the_end() {
     let w = Work::new();
@@ -126,7 +130,7 @@ __attribute__((destructor)) static void pool_end(void) {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    for i in 0..10 {
+    for i in 0..40 {
         let r = record(&w, "main", &[], &format!("pool-{i}.trace"), &[]);
         assert_eq!((r.stdout.as_slice(), r.status), (&b"started\n"[..], 0));
         replay_kept(&w, &r, &format!("pool-{i}"));

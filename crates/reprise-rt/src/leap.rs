@@ -93,12 +93,37 @@ pub fn stripe_of_addr(addr: usize) -> u32 {
     stripe_of_granule(addr >> GRANULE_SHIFT)
 }
 
+/// Take the stripe's ticket; false when it will never come: the process end took every
+/// ticket for good and has sent the trace ([`crate::threads::end_was_sent`]). A thread that
+/// entered the runtime just before the end waits there, perhaps holding a lock of the
+/// program's (a worker of a library whose destructor then locks it to wake and join them:
+/// the exit hung, 2 recordings in 200). It is then stopped as a thread entering after the
+/// end is ([`after_end`]).
 #[inline(always)]
-fn ticket_lock(st: &Stripe) {
+#[must_use]
+fn ticket_lock(st: &Stripe) -> bool {
     // (Sync mode sleeps at once: see `wait_turn`.)
-    ticket_wait(&st.next, &st.serving, &st.sleepers, || {
-        !crate::preload::sync()
-    });
+    ticket_wait(
+        &st.next,
+        &st.serving,
+        &st.sleepers,
+        || !crate::preload::sync(),
+        crate::threads::end_was_sent,
+    )
+}
+
+/// A thread whose ticket will never come ([`ticket_lock`]): it holds nothing the end needs
+/// (what it took before is the end's to keep), stops until the stopped threads are released,
+/// then runs natively to its end.
+#[cold]
+fn after_end(t: &mut Thread) -> u64 {
+    for w in t.multi.iter_mut() {
+        *w = 0;
+    }
+    t.held_multi = false;
+    t.held = NO_STRIPE;
+    crate::threads::park_after_end(t);
+    0
 }
 
 #[inline(always)]
@@ -108,20 +133,22 @@ fn ticket_unlock(st: &Stripe) {
 
 /// A fair ticket lock's acquisition, shared by LEAP's stripes and the model stripes: take a
 /// ticket from `next`, spin, then (when `yields()`, asked only once the spin is over) yield a
-/// few times, then sleep on `serving` counted in `sleepers`.
+/// few times, then sleep on `serving` counted in `sleepers`, waking every 50 ms to ask
+/// `give_up()`: true abandons the ticket (returns false; only once nobody will serve it).
 #[inline(always)]
 pub(crate) fn ticket_wait(
     next: &AtomicU32,
     serving: &AtomicU32,
     sleepers: &AtomicU32,
     yields: impl Fn() -> bool,
-) {
+    give_up: impl Fn() -> bool,
+) -> bool {
     let t = next.fetch_add(1, Ordering::Relaxed);
     let mut spins = 0u32;
     loop {
         let s = serving.load(Ordering::Acquire);
         if s == t {
-            return;
+            return true;
         }
         spins += 1;
         if spins < 200 {
@@ -131,8 +158,11 @@ pub(crate) fn ticket_wait(
         } else {
             let _e = sys::ErrnoGuard::new();
             sleepers.fetch_add(1, Ordering::SeqCst);
-            sys::futex_wait(serving, s);
+            sys::futex_wait_for(serving, s, 50_000_000);
             sleepers.fetch_sub(1, Ordering::SeqCst);
+            if serving.load(Ordering::Acquire) != t && give_up() {
+                return false;
+            }
         }
     }
 }
@@ -453,7 +483,9 @@ pub fn take(t: &mut Thread, s: u32) -> u64 {
     }
     let st = stripe(s);
     touch(s);
-    ticket_lock(st);
+    if !ticket_lock(st) {
+        return after_end(t);
+    }
     t.held = s;
     if CLOSED.load(Ordering::SeqCst) {
         closed(t);
@@ -492,7 +524,9 @@ pub fn take_ranges(t: &mut Thread, ranges: &[(usize, usize)]) -> u64 {
             }
             let st = stripe(s);
             touch(s);
-            ticket_lock(st);
+            if !ticket_lock(st) {
+                return after_end(t);
+            }
             let p = append(s, st, t.tid);
             h = crate::access::mix(h, (p << 16) ^ s as u64);
             bits &= bits - 1;
@@ -559,7 +593,8 @@ fn closed_stripes() -> impl Iterator<Item = u32> {
 pub fn lock_and_flush_all() {
     for s in closed_stripes() {
         let st = stripe(s);
-        ticket_lock(st);
+        // (The end itself: it has not sent the trace yet, so never gives up.)
+        let _ = ticket_lock(st);
         flush_stripe(s, st);
     }
 }

@@ -89,7 +89,7 @@ fn note_thread(n: u32) -> u32 {
 }
 
 fn ticket_lock(st: &MStripe) {
-    crate::leap::ticket_wait(&st.next, &st.serving, &st.sleepers, || true);
+    crate::leap::ticket_wait(&st.next, &st.serving, &st.sleepers, || true, || false);
 }
 
 fn ticket_unlock(st: &MStripe) {

@@ -227,6 +227,11 @@ const RELEASE_AFTER_NS: u64 = 200_000_000;
 /// stopped threads' time-out counts from here, never while the trace is still being sent.
 static END_SENT_NS: AtomicU64 = AtomicU64::new(0);
 
+/// Whether the ending thread has sent every record ([`end_sent`]).
+pub fn end_was_sent() -> bool {
+    END_SENT_NS.load(Ordering::SeqCst) != 0
+}
+
 /// The ending thread has sent every record: from now on the exit can only be stuck.
 pub fn end_sent() {
     END_SENT_NS.store(crate::sys::now_ns().max(1), Ordering::SeqCst);
