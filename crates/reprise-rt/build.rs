@@ -4,6 +4,7 @@ const SOURCES: &[&str] = &[
     "csrc/shim_stdio.c",
     "csrc/shim_process.c",
     "csrc/shim_fdio.c",
+    "csrc/shim_fdalloc.c",
     "csrc/shim_copy.c",
     "csrc/shim_sysinfo.c",
     "csrc/shim_omp.c",

@@ -487,3 +487,32 @@ fn a_store_locked_synced_mapped_and_removed_replays_without_its_files() {
         assert!(!dir.exists(), "{bin}: a replay created {}", dir.display());
     }
 }
+
+/// Descriptors drawn by two threads at once (`fd_race`: pipes, dups and eventfds against opens
+/// of a 2 MB file whose reads replay re-executes; gcc build, and a plain build in sync mode):
+/// every replay gets the recording's numbers. Before, pipe, dup and eventfd took no turn and a
+/// replayed open made its descriptor after its turn was released, so the two threads' numbers
+/// crossed: 7 full-mode replays in 10 diverged ("the length of a re-executed file read ...
+/// gave 0": the pipe thread had closed the file's descriptor).
+#[test]
+fn descriptors_drawn_by_two_threads_replay_with_their_numbers() {
+    let p = program("fd_race");
+    let w = Work::new();
+    let data: Vec<u8> = (0..2_000_000u32)
+        .map(|i| ((i * 2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(w.path("big.bin"), &data).unwrap();
+    let want: u64 = (0..300u64)
+        .map(|i| {
+            let o = (i * 4096 % 1_900_000) as usize;
+            data[o..o + 4096].iter().map(|&b| b as u64).sum::<u64>()
+        })
+        .sum();
+    for bin in [w.build(&p, "gcc"), w.build_plain(&p)] {
+        for i in 0..10 {
+            let r = record(&w, &bin, &[], &format!("fd-{bin}-{i}.trace"), &[]);
+            assert_eq!(String::from_utf8_lossy(&r.stdout), format!("sum {want}\n"));
+            replay_verified(&w, &r, How::Plain);
+        }
+    }
+}

@@ -2,7 +2,8 @@
  * and long lists of "take a turn, then call the real function" wrappers), one file per concern:
  * shim_stdio.c (stdio and the libc RNG, ordered per object), shim_process.c (clocks and identity
  * as recorded results, syscall(), starting other programs), shim_fdio.c (reads and writes on
- * file descriptors, close, open, getrandom), shim_copy.c (copies the kernel makes between
+ * file descriptors, getrandom), shim_fdalloc.c (descriptor allocation: close, open, pipes,
+ * duplicates, placeholders), shim_copy.c (copies the kernel makes between
  * descriptors, file-cloning ioctls), shim_sysinfo.c (memory, processors, CPU affinity and
  * limits as recorded results), shim_omp.c (OpenMP's locks, ordered like mutexes), shim_fs.c (changes to the file system besides
  * writes: revocable; path status calls: recorded), shim_net.c (sockets, poll, select, epoll),
@@ -95,7 +96,7 @@ extern int reprise_io_replaying(void);
 extern uint64_t reprise_io_check(uint64_t live, const char *what);
 extern void reprise_io_data(void *buf, size_t len);
 
-/* Defined in shim_fdio.c, which says what each is. */
+/* Defined in shim_fdio.c and shim_fdalloc.c, which say what each is. */
 extern char reprise_shim_fd_alloc_obj SHIM_HIDDEN;
 SHIM_HIDDEN long reprise_shim_io_result(long r, int err);
 SHIM_HIDDEN void reprise_shim_note_input(int fd);
@@ -104,6 +105,10 @@ SHIM_HIDDEN void reprise_shim_note_input(int fd);
 SHIM_HIDDEN void reprise_shim_mark_written(int fd);
 SHIM_HIDDEN int reprise_shim_wrote(int fd);
 SHIM_HIDDEN int reprise_shim_placeholder(int want);
+/* Replay of a descriptor-allocating call: hold its turn across the entries that give back its
+ * result, until the descriptor is made (calls.rs; reprise_shim_placeholder ends it). */
+extern void reprise_fd_hold_begin(void);
+extern void reprise_fd_hold_end(void);
 
 /* ---- recorded results (shim_fs.c, shim_sysinfo.c, shim_omp.c) --------------------------------
  * `reprise_active`, starting the runtime first if nothing did yet (a shared library's

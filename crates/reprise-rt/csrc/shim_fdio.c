@@ -469,79 +469,6 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt)
  * (reprise_shim_fd_alloc_obj), so numbers are the same in replay. */
 char reprise_shim_fd_alloc_obj;
 
-/* Descriptors the runtime owns survive the program's close(). */
-int close(int fd)
-{
-    REAL(int, close, (int));
-    if (fd >= 1000 && fd <= 1003 && reprise_active()) return 0;
-    reprise_ordered(&reprise_shim_fd_alloc_obj);
-    return real_close(fd);
-}
-
-/* In replay, a descriptor created by an emulated call is a placeholder with the recorded
- * number (so later open() calls return what they returned while recording). */
-int reprise_shim_placeholder(int want)
-{
-    REAL(int, open, (const char *, int, ...));
-    if (want < 0) return want;
-    int fd = real_open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (fd >= 0 && fd != want) {
-        RAW_DUP2(fd, want);
-        REAL(int, close, (int));
-        real_close(fd);
-    }
-    return want;
-}
-
-/* open: in replay a file opened for writing is opened read-only (or a placeholder), so the
- * replay never creates, truncates or appends; the recorded descriptor number is kept. A file
- * opened write-only is always the placeholder (/dev/null): stdio's writes on it (fdopen, then
- * fwrite) are glibc's own system calls, performed in replay as while recording, and must
- * succeed as they did, not fail on a read-only descriptor because the recording's output file
- * is still there (zstd -o FILE, replayed right after its recording, diverged). */
-static int open_common(int dirfd, const char *path, int flags, mode_t mode, int at)
-{
-    REAL(int, openat, (int, const char *, int, ...));
-    if (!reprise_ordered(&reprise_shim_fd_alloc_obj)) return real_openat(dirfd, path, flags, mode);
-    int writes = (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND)) != 0;
-    (void)at;
-    if (!reprise_io_replaying()) {
-        int r = real_openat(dirfd, path, flags, mode);
-        int e = errno;
-        if (r >= 0 && writes) reprise_shim_mark_written(r);
-        return (int)reprise_shim_io_result(r, e);
-    }
-    int want = (int)reprise_shim_io_result(-1, 0);
-    if (want < 0) return want;
-    if ((flags & O_ACCMODE) == O_WRONLY) return reprise_shim_placeholder(want);
-    int fd = writes ? real_openat(dirfd, path, (flags & O_CLOEXEC) | O_RDONLY) : real_openat(dirfd, path, flags, mode);
-    if (fd < 0) return reprise_shim_placeholder(want);
-    if (fd != want) {
-        RAW_DUP2(fd, want);
-        REAL(int, close, (int));
-        real_close(fd);
-    }
-    return want;
-}
-int open(const char *path, int flags, ...)
-{
-    mode_t mode = 0;
-    if (flags & (O_CREAT | __O_TMPFILE)) { va_list ap; va_start(ap, flags); mode = va_arg(ap, mode_t); va_end(ap); }
-    return open_common(AT_FDCWD, path, flags, mode, 0);
-}
-int open64(const char *path, int flags, ...)
-{
-    mode_t mode = 0;
-    if (flags & (O_CREAT | __O_TMPFILE)) { va_list ap; va_start(ap, flags); mode = va_arg(ap, mode_t); va_end(ap); }
-    return open_common(AT_FDCWD, path, flags, mode, 0);
-}
-int openat(int dirfd, const char *path, int flags, ...)
-{
-    mode_t mode = 0;
-    if (flags & (O_CREAT | __O_TMPFILE)) { va_list ap; va_start(ap, flags); mode = va_arg(ap, mode_t); va_end(ap); }
-    return open_common(dirfd, path, flags, mode, 1);
-}
-
 /* getrandom: recorded data. */
 ssize_t getrandom(void *buf, size_t n, unsigned flags)
 {
@@ -557,11 +484,7 @@ ssize_t getrandom(void *buf, size_t n, unsigned flags)
 
 /* The C interposers of this file (the tests check that the archive defines no libc name
  * strongly). */
-#pragma weak close
 #pragma weak getrandom
-#pragma weak open
-#pragma weak open64
-#pragma weak openat
 #pragma weak pread
 #pragma weak pread64
 #pragma weak pwrite

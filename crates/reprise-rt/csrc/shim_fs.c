@@ -91,7 +91,8 @@ PERFORMED_RECORDED(int, chdir, (const char *path), (path))
 PERFORMED_RECORDED(int, fchdir, (int fd), (fd))
 
 /* fcntl's record locks (F_SETLK and its kin) are revocable, and what F_GETLK finds is
- * recorded; every other command (descriptor flags, duplicates, pipe sizes) runs as it is. */
+ * recorded; every other command (descriptor flags, pipe sizes) runs as it is, a duplicate in
+ * its descriptor-allocation turn. */
 static int lock_cmd(int cmd)
 {
     return cmd == F_GETLK || cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_GETLK || cmd == F_OFD_SETLK ||
@@ -99,6 +100,8 @@ static int lock_cmd(int cmd)
 }
 static int fcntl_common(int fd, int cmd, unsigned long arg, int (*real)(int, int, ...))
 {
+    /* A duplicate takes the descriptor-allocation turn, as dup does (shim_fdio.c). */
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) reprise_ordered(&reprise_shim_fd_alloc_obj);
     if (!lock_cmd(cmd) || !reprise_active()) return real(fd, cmd, arg);
     reprise_safe_point();
     long r = -1;
@@ -312,9 +315,11 @@ void *mmap64(void *a, size_t n, int prot, int flags, int fd, off_t off)
             r = real_##name args;                                                     \
             e = errno;                                                                \
             if (r >= 0) reprise_shim_mark_written((int)r);                            \
+        } else {                                                                      \
+            reprise_fd_hold_begin();                                                  \
         }                                                                             \
         r = reprise_shim_io_result(r, e);                                             \
-        if (r < 0) return (int)r;                                                     \
+        if (r < 0) return reprise_shim_placeholder((int)r);                           \
         reprise_io_data(t, len);                                                      \
         return reprise_io_replaying() ? reprise_shim_placeholder((int)r) : (int)r;    \
     }

@@ -34,6 +34,7 @@ NET_RESULT(int, setsockopt, (int fd, int lv, int o, const void *v, socklen_t l),
             int r = real_##name args;                                       \
             return (int)reprise_shim_io_result(r, errno);                   \
         }                                                                   \
+        reprise_fd_hold_begin();                                            \
         int r = (int)reprise_shim_io_result(-1, 0);                         \
         return reprise_shim_placeholder(r);                                 \
     }
@@ -51,6 +52,7 @@ static int accept_common(int fd, struct sockaddr *addr, socklen_t *alen, int fla
     if (!reprise_io_replaying()) { CANCELLABLE(NULL, r = real_accept4(fd, addr, alen, flags)); e = errno; }
     else CANCEL_POINT();
     reprise_ordered(&reprise_shim_fd_alloc_obj);
+    if (reprise_io_replaying()) reprise_fd_hold_begin();
     r = (int)reprise_shim_io_result(r, e);
     if (r >= 0 && addr && alen) {
         *alen = (socklen_t)reprise_input((uint64_t)*alen);

@@ -112,6 +112,43 @@ pub extern "C" fn reprise_active_init() -> c_int {
     reprise_active()
 }
 
+/// Replay of a call that allocates a descriptor (open, socket, accept, mkstemp): right after
+/// its turn (`reprise_ordered`), keep the turn and the thread's system calls untrapped across
+/// the runtime entries that give back the recorded result and data, until
+/// [`reprise_fd_hold_end`]. The real calls that make the descriptor (a temporary open, the
+/// `dup2` onto the recorded number, the close of the temporary) then run inside the turn, as
+/// the recording's open did. Before, the entry's return re-armed the trap, the first of them
+/// trapped, its safe point released the turn, and another thread's pipe or dup drew its
+/// number while the temporary was open (fd_race.c: 3 replays in 10 diverged). Not entries
+/// (nothing counted).
+#[no_mangle]
+pub extern "C" fn reprise_fd_hold_begin() {
+    let t = state::cur();
+    if !t.is_null() && replaying() && !state::IN_RT.with(|c| c.get()) {
+        // SAFETY: this thread's own slot, outside any runtime entry.
+        unsafe { (*t).fd_hold = true };
+    }
+}
+
+/// The end of [`reprise_fd_hold_begin`]'s hold: system calls trap again, so the next one is
+/// the safe point that releases the turn, as after the recording's call.
+#[no_mangle]
+pub extern "C" fn reprise_fd_hold_end() {
+    let t = state::cur();
+    if t.is_null() || state::IN_RT.with(|c| c.get()) {
+        return;
+    }
+    // SAFETY: this thread's own slot, outside any runtime entry.
+    let t = unsafe { &mut *t };
+    if t.fd_hold {
+        t.fd_hold = false;
+        t.sud_hold = false;
+        if t.sud_on {
+            t.sh().sud.store(crate::sud::BLOCK, Ordering::Relaxed);
+        }
+    }
+}
+
 /// An input: recorded while recording, given back from the trace in replay.
 #[no_mangle]
 pub extern "C" fn reprise_input(live: u64) -> u64 {

@@ -88,7 +88,7 @@ pub fn enter() -> Option<Entry> {
         // Runtime work (IN_RT set: its own copies are not the program's accesses).
         crate::leap::periodic_flush(th);
     }
-    th.sud_hold = false;
+    th.sud_hold = th.fd_hold;
     if th.sud_on {
         th.sh()
             .sud

@@ -47,6 +47,7 @@ pub mod sud;
 pub mod sync;
 pub mod sys;
 pub mod threads;
+pub mod ticket;
 pub mod tsan;
 pub mod tsc;
 

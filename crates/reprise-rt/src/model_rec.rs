@@ -89,11 +89,11 @@ fn note_thread(n: u32) -> u32 {
 }
 
 fn ticket_lock(st: &MStripe) {
-    crate::leap::ticket_wait(&st.next, &st.serving, &st.sleepers, || true, || false);
+    crate::ticket::ticket_wait(&st.next, &st.serving, &st.sleepers, || true, || false);
 }
 
 fn ticket_unlock(st: &MStripe) {
-    crate::leap::ticket_release(&st.serving, &st.sleepers);
+    crate::ticket::ticket_release(&st.serving, &st.sleepers);
 }
 
 /// The stripe of an event's object. Thread creations share one stripe: the created id is

@@ -270,6 +270,9 @@ pub struct Thread {
     /// ordered libc call (stdio) whose turn must last until the call is complete, even if it
     /// blocks on glibc's own lock inside.
     pub sud_hold: bool,
+    /// Replay of a descriptor-allocating call: `sud_hold` lasts across runtime entries until
+    /// `reprise_fd_hold_end` (calls.rs says why).
+    pub fd_hold: bool,
     /// Jitter PRNG state.
     pub rng: u64,
     /// Start routine and argument of a created thread.
