@@ -516,3 +516,24 @@ fn descriptors_drawn_by_two_threads_replay_with_their_numbers() {
         }
     }
 }
+
+/// Standard output written under other descriptors, and the offset of a file the program wrote
+/// and removed (`out_aliases`; gcc build, and a plain build in sync mode): every replay prints
+/// what the recording printed. Before, writes through `dup(1)` or `/dev/stdout` were taken
+/// for file writes and dropped in replay ("stdout differs at byte 0": samtools index -o
+/// /dev/stdout), and `lseek` ran on replay's placeholder for the removed file (0, not 100:
+/// samtools sort's check of its temporary files' end).
+#[test]
+fn output_through_other_descriptors_and_offsets_of_removed_files_replay() {
+    let p = program("out_aliases");
+    let w = Work::new();
+    let want = "through dup(1)\nthrough /dev/stdout\nthrough fopen(/dev/stdout)\n\
+                temporary file size 100\n";
+    for bin in [w.build(&p, "gcc"), w.build_plain(&p)] {
+        for i in 0..3 {
+            let r = record(&w, &bin, &[], &format!("alias-{bin}-{i}.trace"), &[]);
+            assert_eq!(String::from_utf8_lossy(&r.stdout), want, "{bin}");
+            replay_verified(&w, &r, How::Plain);
+        }
+    }
+}

@@ -417,3 +417,29 @@ fn a_dead_local_overwritten_by_dlsym_does_not_diverge() {
         replay_verified(&w, &r, How::Plain);
     }
 }
+
+/// padded_token copies a 16-byte record (a pointer, a length, 4 bytes of padding) whole out
+/// of a stack array it filled field by field, as SQLite's parser copies its `Token`s: the
+/// padding is what the runtime's frames left on the stack, which differs between record and
+/// replay. A 16-byte access folds its kind, not its bytes: before, every replay diverged
+/// under ownership (and the sqlite3 shell's, 0 of 24).
+#[test]
+fn a_padded_16_byte_copy_does_not_diverge() {
+    let w = Work::new();
+    let bin = w.build(&program("padded_token"), "gcc");
+    for (i, strategy) in ["ownership", "ownership", "ownership", "leap"]
+        .into_iter()
+        .enumerate()
+    {
+        let r = record(
+            &w,
+            &bin,
+            &[],
+            &format!("token-{i}.trace"),
+            &["--strategy", strategy],
+        );
+        assert_eq!(r.stdout, b"total 11900\n");
+        replay_verified(&w, &r, How::Plain);
+        replay_verified(&w, &r, How::Jitter(i as u64 + 1));
+    }
+}

@@ -379,17 +379,32 @@ static void put_all(int fd, const void *buf, const struct iovec *iov, int cnt, l
     }
 }
 
+/* The stream (1 or 2) a descriptor writes to when it is standard output or error under
+ * another number (open("/dev/stdout"), dup(1): samtools index -o /dev/stdout), else 0:
+ * the same file (device and inode: the launcher's pipe). Recording only. */
+int reprise_capture_out_stream(int fd)
+{
+    if (fd == 1 || fd == 2) return fd;
+    struct stat a, b;
+    if (fd < 0 || RAW_FSTAT(fd, &a) != 0) return 0;
+    for (int s = 1; s <= 2; s++)
+        if (RAW_FSTAT(s, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_mode == b.st_mode) return s;
+    return 0;
+}
+
 static long do_write(int fd, const void *buf, size_t n, long (*real)(int, const void *, size_t, void *), void *extra,
                      const struct iovec *iov, int cnt)
 {
     if (!reprise_active()) return real(fd, buf, n, extra);
-    /* Output to stdout/stderr is ordered per descriptor; other writes may block on a full
-     * pipe or socket, so they are only safe points. */
-    if (fd == 1 || fd == 2) reprise_fd_event(fd);
+    /* Output to stdout/stderr (under its own number or another: the class says which
+     * stream, 0 for neither) is reproduced, ordered per stream; other writes may block on a
+     * full pipe or socket, so they are only safe points. */
+    int live = fd == 1 || fd == 2 ? fd : reprise_io_replaying() || (extra && !iov) ? 0 : reprise_capture_out_stream(fd);
+    int stream = io_class(live);
+    if (stream) reprise_fd_event(stream);
     else reprise_safe_point();
     uint64_t h = iov ? hash_iov(iov, cnt, (long)n) : hash_bytes(buf, n);
-    int reproduce = io_class(fd == 1 || fd == 2) != 0;
-    if (reproduce) {
+    if (stream) {
         long r;
         int e;
         CANCEL_POINT();
@@ -402,7 +417,7 @@ static long do_write(int fd, const void *buf, size_t n, long (*real)(int, const 
              * reproduced as such, and exactly the recorded bytes go out. */
             r = reprise_shim_io_result(0, 0);
             e = errno;
-            if (r > 0) put_all(fd, iov ? NULL : buf, iov, cnt, r);
+            if (r > 0) put_all(stream, iov ? NULL : buf, iov, cnt, r);
         }
         reprise_io_check(h, "the data written to stdout/stderr");
         errno = e;

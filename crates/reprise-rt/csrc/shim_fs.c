@@ -89,6 +89,13 @@ REVOCABLE(int, eaccess, (const char *path, int mode), (path, mode))
     }
 PERFORMED_RECORDED(int, chdir, (const char *path), (path))
 PERFORMED_RECORDED(int, fchdir, (int fd), (fd))
+/* A descriptor's offset, the same way: replay moves it (a re-executed read reads from there),
+ * but the program is given the recorded offset: the descriptor may be replay's placeholder
+ * for a file the recording wrote and removed (samtools sort reopens its temporary files and
+ * htslib checks their end with lseek(fd, -28, SEEK_END): 0 on the placeholder, and the
+ * replay took another path). */
+PERFORMED_RECORDED(off_t, lseek, (int fd, off_t off, int whence), (fd, off, whence))
+PERFORMED_RECORDED(off_t, lseek64, (int fd, off_t off, int whence), (fd, off, whence))
 
 /* fcntl's record locks (F_SETLK and its kin) are revocable, and what F_GETLK finds is
  * recorded; every other command (descriptor flags, pipe sizes) runs as it is, a duplicate in
@@ -169,6 +176,8 @@ RECORDED_STAT(__fxstat64, (int ver, int fd, struct stat64 *st), (ver, fd, st), s
 #pragma weak fcntl
 #pragma weak fcntl64
 #pragma weak chdir
+#pragma weak lseek
+#pragma weak lseek64
 #pragma weak fchdir
 #pragma weak rmdir
 #pragma weak mkdir

@@ -84,6 +84,8 @@ extern "C" {
     fn reprise_capture_mark_written(fd: c_int);
     /// Replay of an open: give descriptor `want` the file for reading, or /dev/null.
     fn reprise_capture_replay_open(dirfd: c_int, path: *const i8, flags: c_int, want: c_int);
+    /// 1 or 2 when `fd` is standard output or error under another number, else 0.
+    fn reprise_capture_out_stream(fd: c_int) -> c_int;
 }
 
 const IO_REEXEC: u64 = 2;
@@ -347,7 +349,24 @@ fn captured(t: &mut Thread, nr: i64, a: &[u64; 6]) -> Option<i64> {
             } else {
                 hash(0xcbf2_9ce4_8422_2325, a[1], a[2] as usize)
             };
+            // Standard output or error under another number (`fopen("/dev/stdout")`): the
+            // stream it is, recorded; replay writes there (its descriptor is a placeholder).
+            let stream = if nr == libc::SYS_pwrite64 {
+                0
+            } else {
+                // SAFETY: plain C over raw system calls, on the program's descriptor.
+                outcome(t, || unsafe { reprise_capture_out_stream(fd as c_int) }
+                    as i64)
+            };
             let r = outcome(t, || native(nr, a));
+            if stream > 0 && replaying() && r > 0 {
+                let mut b = *a;
+                b[0] = stream as u64;
+                if nr == libc::SYS_write {
+                    b[2] = r as u64;
+                }
+                native(nr, &b);
+            }
             check(t, h, "the data of a write");
             r
         }
