@@ -3,8 +3,9 @@
  * lockf, ask with access() whether CURRENT exists (a new store writes it; an existing one reads
  * it), write a table file, size it (ftruncate, posix_fallocate), sync it (fsync, fdatasync),
  * reopen it read-only and map it shared while two threads sum its halves through the mapping,
- * then remove it (as compaction does). A log file opened O_RDWR is mapped shared and writable;
- * the two threads fill its halves, msync, and main sums it back. Main prints what it found.
+ * ask its size with statx, then remove it (as compaction does). A log file opened O_RDWR is
+ * mapped shared and writable; the two threads fill its halves, msync, and main sums it back.
+ * Main prints what it found.
  * Every failed call is printed with its errno and ends the program with status 3. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define TABLE 300000
@@ -111,13 +113,15 @@ int main(int argc, char **argv)
     munmap(logmap, LOG);
     munmap((void *)table, TABLE);
     close(lg);
+    struct statx sx;
+    check(statx(AT_FDCWD, "table.tmp", 0, STATX_SIZE, &sx) == 0, "statx table");
     check(unlink("table.tmp") == 0, "unlink table");
     check(unlink("LOG") == 0, "unlink LOG");
     fl.l_type = F_UNLCK;
     check(fcntl(lock, F_SETLK, &fl) == 0, "fcntl F_UNLCK");
     close(lock);
-    printf("%s store %s: table sums %lu %lu, log sum %lu\n", fresh ? "new" : "existing", current, sums[0],
-           sums[1], logsum);
+    printf("%s store %s: table of %llu bytes, sums %lu %lu, log sum %lu\n", fresh ? "new" : "existing", current,
+           (unsigned long long)sx.stx_size, sums[0], sums[1], logsum);
     free(buf);
     return 0;
 }

@@ -468,7 +468,7 @@ fn directory_listings_replay_after_the_directory_changed() {
 fn a_store_locked_synced_mapped_and_removed_replays_without_its_files() {
     let p = program("file_store");
     let w = Work::new();
-    let sums = "table sums 76373558 76264164, log sum 8355840\n";
+    let sums = "table of 300000 bytes, sums 76373558 76264164, log sum 8355840\n";
     for bin in [w.build(&p, "gcc"), w.build_plain(&p)] {
         let dir = w.path(&format!("store-{bin}"));
         std::fs::create_dir(&dir).unwrap();

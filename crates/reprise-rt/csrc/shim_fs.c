@@ -145,6 +145,17 @@ RECORDED_STAT(stat64, (const char *path, struct stat64 *st), (path, st), st, siz
 RECORDED_STAT(lstat64, (const char *path, struct stat64 *st), (path, st), st, sizeof(struct stat64))
 RECORDED_STAT(__xstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st), st, sizeof(struct stat64))
 RECORDED_STAT(__lxstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st), st, sizeof(struct stat64))
+RECORDED_STAT(fstatat64, (int dirfd, const char *path, struct stat64 *st, int flags), (dirfd, path, st, flags), st,
+              sizeof(struct stat64))
+RECORDED_STAT(__xstat, (int ver, const char *path, struct stat *st), (ver, path, st), st, sizeof(struct stat))
+RECORDED_STAT(__lxstat, (int ver, const char *path, struct stat *st), (ver, path, st), st, sizeof(struct stat))
+RECORDED_STAT(__fxstatat, (int ver, int dirfd, const char *path, struct stat *st, int flags), (ver, dirfd, path, st, flags),
+              st, sizeof(struct stat))
+RECORDED_STAT(__fxstatat64, (int ver, int dirfd, const char *path, struct stat64 *st, int flags),
+              (ver, dirfd, path, st, flags), st, sizeof(struct stat64))
+/* statx (glibc 2.28; coreutils, and the status calls of programs in other languages). */
+RECORDED_STAT(statx, (int dirfd, const char *path, int flags, unsigned mask, struct statx *st),
+              (dirfd, path, flags, mask, st), st, sizeof(struct statx))
 /* A descriptor's status, too: in replay stdin may be another file than the recording's (sort
  * sized its buffer from fstat(0) and its reads diverged when replayed with stdin from a
  * terminal), and a file the program opened for writing is a placeholder (cp checks its
@@ -152,6 +163,7 @@ RECORDED_STAT(__lxstat64, (int ver, const char *path, struct stat64 *st), (ver, 
 RECORDED_STAT(fstat, (int fd, struct stat *st), (fd, st), st, sizeof(struct stat))
 RECORDED_STAT(fstat64, (int fd, struct stat64 *st), (fd, st), st, sizeof(struct stat64))
 RECORDED_STAT(__fxstat64, (int ver, int fd, struct stat64 *st), (ver, fd, st), st, sizeof(struct stat64))
+RECORDED_STAT(__fxstat, (int ver, int fd, struct stat *st), (ver, fd, st), st, sizeof(struct stat))
 
 /* Weak, as every libc name a shim file defines (shim_names.c says why). */
 #pragma weak remove
@@ -195,6 +207,13 @@ RECORDED_STAT(__fxstat64, (int ver, int fd, struct stat64 *st), (ver, fd, st), s
 #pragma weak fstat
 #pragma weak fstat64
 #pragma weak __fxstat64
+#pragma weak __fxstat
+#pragma weak fstatat64
+#pragma weak __xstat
+#pragma weak __lxstat
+#pragma weak __fxstatat
+#pragma weak __fxstatat64
+#pragma weak statx
 #pragma weak chmod
 #pragma weak fchmod
 #pragma weak fchmodat
