@@ -3,9 +3,9 @@
  * lockf, ask with access() whether CURRENT exists (a new store writes it; an existing one reads
  * it), write a table file, size it (ftruncate, posix_fallocate), sync it (fsync, fdatasync),
  * reopen it read-only and map it shared while two threads sum its halves through the mapping,
- * ask its size with statx, then remove it (as compaction does). A log file opened O_RDWR is
- * mapped shared and writable; the two threads fill its halves, msync, and main sums it back.
- * Main prints what it found.
+ * ask its size with statx and read a link to it, then remove both (as compaction does). A log
+ * file opened O_RDWR is mapped shared and writable; the two threads fill its halves, msync,
+ * and main sums it back. Main prints what it found.
  * Every failed call is printed with its errno and ends the program with status 3. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -115,6 +115,10 @@ int main(int argc, char **argv)
     close(lg);
     struct statx sx;
     check(statx(AT_FDCWD, "table.tmp", 0, STATX_SIZE, &sx) == 0, "statx table");
+    char target[64] = "";
+    check(symlink("table.tmp", "table.link") == 0, "symlink");
+    check(readlink("table.link", target, sizeof target - 1) == 9 && strcmp(target, "table.tmp") == 0, "readlink");
+    check(unlink("table.link") == 0, "unlink link");
     check(unlink("table.tmp") == 0, "unlink table");
     check(unlink("LOG") == 0, "unlink LOG");
     fl.l_type = F_UNLCK;

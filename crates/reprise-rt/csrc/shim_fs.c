@@ -156,6 +156,26 @@ RECORDED_STAT(__fxstatat64, (int ver, int dirfd, const char *path, struct stat64
 /* statx (glibc 2.28; coreutils, and the status calls of programs in other languages). */
 RECORDED_STAT(statx, (int dirfd, const char *path, int flags, unsigned mask, struct statx *st),
               (dirfd, path, flags, mask, st), st, sizeof(struct statx))
+/* A link's target: recorded, the bytes given back in replay (the link may be one the
+ * recording made and removed: symlink and unlink are revocable). */
+static ssize_t readlink_common(int dirfd, const char *path, char *buf, size_t size, int at)
+{
+    REAL(ssize_t, readlinkat, (int, const char *, char *, size_t));
+    if (!reprise_active_init()) return real_readlinkat(at ? dirfd : AT_FDCWD, path, buf, size);
+    reprise_safe_point();
+    long r = -1;
+    int e = 0;
+    if (!reprise_io_replaying()) { r = real_readlinkat(at ? dirfd : AT_FDCWD, path, buf, size); e = errno; }
+    r = reprise_shim_io_result(r, e);
+    if (r > 0) reprise_io_data(buf, (size_t)r);
+    return r;
+}
+ssize_t readlink(const char *path, char *buf, size_t size) { return readlink_common(AT_FDCWD, path, buf, size, 0); }
+ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size)
+{
+    return readlink_common(dirfd, path, buf, size, 1);
+}
+
 /* A descriptor's status, too: in replay stdin may be another file than the recording's (sort
  * sized its buffer from fstat(0) and its reads diverged when replayed with stdin from a
  * terminal), and a file the program opened for writing is a placeholder (cp checks its
@@ -214,6 +234,8 @@ RECORDED_STAT(__fxstat, (int ver, int fd, struct stat *st), (ver, fd, st), st, s
 #pragma weak __fxstatat
 #pragma weak __fxstatat64
 #pragma weak statx
+#pragma weak readlink
+#pragma weak readlinkat
 #pragma weak chmod
 #pragma weak fchmod
 #pragma weak fchmodat
