@@ -103,7 +103,8 @@ SHIM_HIDDEN void reprise_shim_note_input(int fd);
 /* Remember that the program wrote the regular file open on `fd` (its later reads are then
  * recorded, not re-executed: shim_fdio.c). */
 SHIM_HIDDEN void reprise_shim_mark_written(int fd);
-SHIM_HIDDEN int reprise_shim_wrote(int fd);
+struct stat;
+SHIM_HIDDEN int reprise_shim_wrote(const struct stat *st);
 SHIM_HIDDEN int reprise_shim_placeholder(int want);
 /* Replay of a descriptor-allocating call: hold its turn across the entries that give back its
  * result, until the descriptor is made (calls.rs; reprise_shim_placeholder ends it). */

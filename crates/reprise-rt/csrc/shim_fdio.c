@@ -151,12 +151,8 @@ static int file_read_class(int fd, int rf)
     return IO_REEXEC;
 }
 
-/* Whether the regular file open on `fd` is one the program wrote (while recording). */
-SHIM_HIDDEN int reprise_shim_wrote(int fd)
-{
-    struct stat st;
-    return RAW_FSTAT(fd, &st) == 0 && S_ISREG(st.st_mode) && wrote(&st);
-}
+/* Whether the regular file of status `st` is one the program wrote (while recording). */
+SHIM_HIDDEN int reprise_shim_wrote(const struct stat *st) { return S_ISREG(st->st_mode) && wrote(st); }
 
 /* A regular file (not /proc or /sys, not one the program wrote) the program reads another
  * way (a mapping, shim_fs.c): its identity sent as a re-executed read's. */

@@ -14,8 +14,9 @@
  * times and owner, and without the output file at replay those calls would fail and the
  * program take another path; zstd without -k removes its input), the recorded result
  * returned. Safe points (they may block on a slow file system). glibc's own calls inside
- * other functions do not come here. */
-#define REVOCABLE(ret, name, params, args) \
+ * other functions do not come here. RESULT_OF with `in_replay` performs the call in replay
+ * too, its result still the recorded one (PERFORMED_RECORDED, below). */
+#define RESULT_OF(ret, name, params, args, in_replay) \
     ret name params \
     { \
         REAL(ret, name, params); \
@@ -23,9 +24,10 @@
         reprise_safe_point(); \
         long r = -1; \
         int e = 0; \
-        if (!reprise_io_replaying()) { r = (long)real_##name args; e = errno; } \
+        if ((in_replay) || !reprise_io_replaying()) { r = (long)real_##name args; e = errno; } \
         return (ret)reprise_shim_io_result(r, e); \
     }
+#define REVOCABLE(ret, name, params, args) RESULT_OF(ret, name, params, args, 0)
 REVOCABLE(int, chmod, (const char *path, mode_t mode), (path, mode))
 REVOCABLE(int, fchmod, (int fd, mode_t mode), (fd, mode))
 REVOCABLE(int, fchmodat, (int dirfd, const char *path, mode_t mode, int flags), (dirfd, path, mode, flags))
@@ -78,15 +80,7 @@ REVOCABLE(int, eaccess, (const char *path, int mode), (path, mode))
 /* The working directory: changed in replay too, when it can be (relative paths then resolve
  * as they did), but the program is given the recorded result: the directory it entered while
  * recording may be gone at replay (a test's scratch directory) or be another. */
-#define PERFORMED_RECORDED(ret, name, params, args) \
-    ret name params \
-    { \
-        REAL(ret, name, params); \
-        if (!reprise_active()) return real_##name args; \
-        reprise_safe_point(); \
-        long r = (long)real_##name args; \
-        return (ret)reprise_shim_io_result(r, errno); \
-    }
+#define PERFORMED_RECORDED(ret, name, params, args) RESULT_OF(ret, name, params, args, 1)
 PERFORMED_RECORDED(int, chdir, (const char *path), (path))
 PERFORMED_RECORDED(int, fchdir, (int fd), (fd))
 /* A descriptor's offset, the same way: replay moves it (a re-executed read reads from there),
@@ -158,23 +152,20 @@ RECORDED_STAT(statx, (int dirfd, const char *path, int flags, unsigned mask, str
               (dirfd, path, flags, mask, st), st, sizeof(struct statx))
 /* A link's target: recorded, the bytes given back in replay (the link may be one the
  * recording made and removed: symlink and unlink are revocable). */
-static ssize_t readlink_common(int dirfd, const char *path, char *buf, size_t size, int at)
+static ssize_t readlink_common(int dirfd, const char *path, char *buf, size_t size)
 {
     REAL(ssize_t, readlinkat, (int, const char *, char *, size_t));
-    if (!reprise_active_init()) return real_readlinkat(at ? dirfd : AT_FDCWD, path, buf, size);
+    if (!reprise_active_init()) return real_readlinkat(dirfd, path, buf, size);
     reprise_safe_point();
     long r = -1;
     int e = 0;
-    if (!reprise_io_replaying()) { r = real_readlinkat(at ? dirfd : AT_FDCWD, path, buf, size); e = errno; }
+    if (!reprise_io_replaying()) { r = real_readlinkat(dirfd, path, buf, size); e = errno; }
     r = reprise_shim_io_result(r, e);
     if (r > 0) reprise_io_data(buf, (size_t)r);
     return r;
 }
-ssize_t readlink(const char *path, char *buf, size_t size) { return readlink_common(AT_FDCWD, path, buf, size, 0); }
-ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size)
-{
-    return readlink_common(dirfd, path, buf, size, 1);
-}
+ssize_t readlink(const char *path, char *buf, size_t size) { return readlink_common(AT_FDCWD, path, buf, size); }
+ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size) { return readlink_common(dirfd, path, buf, size); }
 
 /* A descriptor's status, too: in replay stdin may be another file than the recording's (sort
  * sized its buffer from fstat(0) and its reads diverged when replayed with stdin from a
@@ -302,7 +293,7 @@ static void *mmap_common(void *a, size_t n, int prot, int flags, int fd, off_t o
     if (!reprise_io_replaying()) {
         struct stat st;
         int file = RAW_FSTAT(fd, &st) == 0 && S_ISREG(st.st_mode);
-        if (!file || (fd != 0 && !reprise_shim_wrote(fd))) {
+        if (!file || (fd != 0 && !reprise_shim_wrote(&st))) {
             reprise_shim_io_result(-2, 0);
             if (fd != 0) reprise_shim_note_input(fd);
             return real(a, n, prot, flags, fd, off);
