@@ -88,6 +88,24 @@ fn last_line(s: &str) -> String {
         .to_string()
 }
 
+/// A failed replay's note: its last line, or for a stuck replay the report with what each
+/// thread was doing (one line: the failure table classifies by all of them).
+fn failure_note(s: &str) -> String {
+    let Some(i) = s
+        .lines()
+        .position(|l| l.contains("replay is stuck") || l.contains("replay made no progress"))
+    else {
+        return last_line(s);
+    };
+    let mut lines = s.lines().skip(i);
+    let mut note = lines.next().unwrap_or("").trim().to_string();
+    for l in lines.take_while(|l| l.starts_with("  thread ")) {
+        note.push_str("; ");
+        note.push_str(l.trim());
+    }
+    note
+}
+
 /// One run of a native, floor or tsan build.
 pub(super) fn baseline(
     ctx: &Ctx,
@@ -220,7 +238,7 @@ fn replay(ctx: &Ctx, p: &Program, trace: &Path, rep: &mut Run) -> Result<()> {
             ctx.timeout.as_secs_f64()
         );
     } else if !verified {
-        rep.note = last_line(&t.stderr);
+        rep.note = failure_note(&t.stderr);
     }
     std::fs::remove_file(trace).with_context(|| format!("cannot remove {}", trace.display()))
 }
@@ -348,6 +366,25 @@ mod tests {
         let t = timed(&mut cmd, std::time::Duration::from_millis(300)).unwrap();
         assert_eq!(t.exit, None, "reported as a timeout");
         assert!(t0.elapsed().as_secs() < 10, "the limit was not enforced");
+    }
+
+    #[test]
+    fn a_stuck_replay_is_noted_with_every_thread_and_classified_by_them() {
+        let stderr = "out\nreprise: replay is stuck: every thread waits\n  thread 0 at event 6 is blocked in a lock, barrier or join\n  thread 1 at event 762 reached the end of its recorded events\n  thread 2 at event 784 has exited\nreprise: exit 125\n";
+        let note = failure_note(stderr);
+        assert_eq!(
+            note,
+            "reprise: replay is stuck: every thread waits; thread 0 at event 6 is blocked in a lock, barrier or join; thread 1 at event 762 reached the end of its recorded events; thread 2 at event 784 has exited"
+        );
+        let run = super::super::Run {
+            note,
+            ..Default::default()
+        };
+        assert!(super::super::failures::symptom(&run).starts_with("ran past its recorded events"));
+        assert_eq!(
+            failure_note("a\nreprise: values differ\n"),
+            "reprise: values differ"
+        );
     }
 
     #[test]

@@ -13,10 +13,15 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// The symptom of a replay that did not verify, from its note.
-fn symptom(r: &Run) -> &'static str {
+pub(super) fn symptom(r: &Run) -> &'static str {
     let n = r.note.as_str();
     if r.timed_out {
         "timed out"
+    } else if n.contains("reached the end of its recorded events") && n.contains("stuck") {
+        // Its count reached the recording's final one before the thread ended there: it
+        // read other values and took another path (dcl under tplay: a reader saw the
+        // singleton in another state and made fewer calls).
+        "ran past its recorded events: read other values, took another path"
     } else if n.contains("waits for the strategy's log") {
         "stuck: a record checked before it holds"
     } else if n.contains("blocked in a lock, barrier or join") {
