@@ -29,11 +29,9 @@ pub fn runtime_shared() -> Result<PathBuf> {
         .arg(&tmp)
         .arg("-Wl,--whole-archive")
         .arg(&archive)
+        .arg("-Wl,--no-whole-archive")
+        .args(crate::cc::WRAPPED)
         .args([
-            "-Wl,--no-whole-archive",
-            "-Wl,--wrap=memcpy",
-            "-Wl,--wrap=memmove",
-            "-Wl,--wrap=memset",
             "-Wl,-init,reprise_preload_init",
             "-Wl,--strip-debug",
             "-lpthread",

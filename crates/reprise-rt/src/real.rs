@@ -1,7 +1,8 @@
 //! The real libc functions behind the ones the runtime interposes, found with
 //! `dlsym(RTLD_NEXT)`, and `dlvsym(..., "GLIBC_2.3.2")` for condition variables (the
-//! unversioned lookup may return the old 2.2.5 ABI). `memcpy`, `memmove` and `memset` come
-//! from the linker's `--wrap` (`__real_memcpy` ...), so they never go through `dlsym`.
+//! unversioned lookup may return the old 2.2.5 ABI). `memcpy`, `memmove`, `memset`, `memcmp`
+//! and `bcmp` come from the linker's `--wrap` (`__real_memcpy` ...), so they never go through
+//! `dlsym`.
 #![allow(unsafe_code)]
 #![allow(non_upper_case_globals)]
 
@@ -86,6 +87,10 @@ extern "C" {
     pub fn __real_memmove(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void;
     /// libc's memset, provided by `ld --wrap=memset`.
     pub fn __real_memset(d: *mut c_void, c: c_int, n: usize) -> *mut c_void;
+    /// libc's memcmp, provided by `ld --wrap=memcmp`.
+    pub fn __real_memcmp(a: *const c_void, b: *const c_void, n: usize) -> c_int;
+    /// libc's bcmp, provided by `ld --wrap=bcmp`.
+    pub fn __real_bcmp(a: *const c_void, b: *const c_void, n: usize) -> c_int;
 }
 
 /// Find one real function (lazily, on its first call).

@@ -453,7 +453,11 @@ pub unsafe extern "C" fn __tsan_atomic128_compare_exchange_weak(
 /// memcpy/memmove/memset: a ranged read of the source and a ranged write of the destination,
 /// under one set of turns, then the real operation. Reached through `ld --wrap` for the
 /// program's own objects (clang lowers struct copies to them) and as `__tsan_mem*`.
-fn ranged(dst: usize, src: usize, n: usize) {
+///
+/// memcmp/bcmp (`cmp`): two ranged reads, `dst` and `src`, folding their kind, not their
+/// bytes (the comparison may stop at the first difference: the program never reads the rest,
+/// which another thread may be writing).
+fn ranged(dst: usize, src: usize, n: usize, cmp: bool) {
     if n == 0 {
         return;
     }
@@ -461,8 +465,12 @@ fn ranged(dst: usize, src: usize, n: usize) {
     let t = e.t();
     match crate::state::strategy() {
         Strategy::Ownership => {
-            let ranges = [(dst, n, true), (src, if src != 0 { n } else { 0 }, false)];
+            let ranges = [(dst, n, !cmp), (src, if src != 0 { n } else { 0 }, false)];
             let ev = ownership::access(t, &ranges);
+            if cmp {
+                ownership::finish_event(t, ev, dst, n, kind::READ, Some(kind::READ));
+                return;
+            }
             if src != 0 {
                 // Every byte the copy reads (this thread may read them now: it was granted
                 // their granules, and it performs the copy right after the callback).
@@ -479,8 +487,12 @@ fn ranged(dst: usize, src: usize, n: usize) {
         Strategy::Model => {
             access::fold_pending(t);
             access::jitter(t);
-            crate::model::event(t, || crate::model::op_for(kind::RANGE, dst as u64 >> 3));
-            access::count_event(t, 0, t.model_key, kind::RANGE);
+            let k = if cmp { kind::READ } else { kind::RANGE };
+            crate::model::event(t, || crate::model::op_for(k, dst as u64 >> 3));
+            access::count_event(t, 0, t.model_key, k);
+            if cmp {
+                return;
+            }
         }
         Strategy::Leap => {
             access::fold_pending(t);
@@ -492,6 +504,9 @@ fn ranged(dst: usize, src: usize, n: usize) {
                 leap::take_ranges(t, &[d])
             };
             access::count_event(t, reprise_proto::RANGE_STRIPE, h, kind::RANGE);
+            if cmp {
+                return;
+            }
         }
     }
     t.sh().pending_addr.set(dst as u64);
@@ -508,7 +523,7 @@ fn in_rt() -> bool {
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_memcpy(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
     if !in_rt() && !crate::preload::sync() {
-        ranged(d as usize, s as usize, n);
+        ranged(d as usize, s as usize, n, false);
     }
     // SAFETY: the caller's memcpy contract.
     unsafe { crate::real::__real_memcpy(d, s, n) }
@@ -518,7 +533,7 @@ pub unsafe extern "C" fn __wrap_memcpy(d: *mut c_void, s: *const c_void, n: usiz
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_memmove(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
     if !in_rt() && !crate::preload::sync() {
-        ranged(d as usize, s as usize, n);
+        ranged(d as usize, s as usize, n, false);
     }
     // SAFETY: the caller's memmove contract.
     unsafe { crate::real::__real_memmove(d, s, n) }
@@ -528,10 +543,30 @@ pub unsafe extern "C" fn __wrap_memmove(d: *mut c_void, s: *const c_void, n: usi
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_memset(d: *mut c_void, c: i32, n: usize) -> *mut c_void {
     if !in_rt() && !crate::preload::sync() {
-        ranged(d as usize, 0, n);
+        ranged(d as usize, 0, n, false);
     }
     // SAFETY: the caller's memset contract.
     unsafe { crate::real::__real_memset(d, c, n) }
+}
+/// # Safety
+/// The contract of `memcmp`: `a` and `b` valid for reads of `n` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn __wrap_memcmp(a: *const c_void, b: *const c_void, n: usize) -> i32 {
+    if !in_rt() && !crate::preload::sync() {
+        ranged(a as usize, b as usize, n, true);
+    }
+    // SAFETY: the caller's memcmp contract.
+    unsafe { crate::real::__real_memcmp(a, b, n) }
+}
+/// # Safety
+/// The contract of `bcmp`: `a` and `b` valid for reads of `n` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn __wrap_bcmp(a: *const c_void, b: *const c_void, n: usize) -> i32 {
+    if !in_rt() && !crate::preload::sync() {
+        ranged(a as usize, b as usize, n, true);
+    }
+    // SAFETY: the caller's bcmp contract.
+    unsafe { crate::real::__real_bcmp(a, b, n) }
 }
 /// # Safety
 /// The contract of `memcpy`: `s` valid for reads and `d` for writes of `n` bytes.

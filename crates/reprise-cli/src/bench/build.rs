@@ -187,6 +187,8 @@ pub(super) fn build_program(
         "-fsanitize=thread",
         "--param=tsan-instrument-func-entry-exit=0",
     ]);
+    // The same calls as `reprise cc` makes (its memory functions stay calls).
+    c.args(crate::cc::GCC_STRING_CALLS);
     base(&mut c, &b.floor);
     // gcc adds -ltsan for -fsanitize=thread: the floor archive, named libtsan.a, is found first.
     c.arg(format!("-L{}", floor_dir.display()))
