@@ -8,138 +8,13 @@
 //! `cargo run -p reprise-core --release --example classify [cases]`
 
 use reprise_core::aggreplay::AggrePlay;
-use reprise_core::sim::{
-    generate, record, run_case, GenConfig, Observation, POp, Program, RandomScheduler, Rng,
-    Substrate,
-};
+use reprise_core::sim::{generate, record, run_case, GenConfig, RandomScheduler, Rng, Substrate};
 use reprise_core::tplay::{Tplay, TplayPlus};
 use reprise_core::Strategy;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-/// A broken relation: kind, source (thread, op index), sink (thread, op index).
-type Violation = (&'static str, (usize, usize), (usize, usize));
-
-/// The first broken relation of the replay.
-fn first_violation(
-    prog: &Program,
-    rec: &Observation,
-    rep: &Observation,
-    sub: Substrate,
-) -> Option<Violation> {
-    // Recorded epoch of each access, the writes and the reads of each epoch per location.
-    let mut epoch: HashMap<(usize, usize), (u64, usize, bool)> = HashMap::new();
-    let mut writes: HashMap<u64, Vec<(usize, usize)>> = HashMap::new();
-    let mut reads: HashMap<(u64, usize), Vec<(usize, usize)>> = HashMap::new();
-    for (&x, v) in &rec.locs {
-        let mut w = 0;
-        for a in v {
-            epoch.insert((a.thread, a.index), (x, w, a.write));
-            if a.write {
-                writes.entry(x).or_default().push((a.thread, a.index));
-                w += 1;
-            } else {
-                reads.entry((x, w)).or_default().push((a.thread, a.index));
-            }
-        }
-    }
-    let mut steps = vec![0usize; prog.threads.len()];
-    let mut callback: HashMap<(usize, usize), usize> = HashMap::new();
-    let mut done: HashMap<(usize, usize), bool> = HashMap::new();
-    let mut count: HashMap<u64, usize> = HashMap::new();
-    let mut acq: HashMap<u64, usize> = HashMap::new();
-    for (n, &p) in rep.schedule.iter().enumerate() {
-        let s = steps[p];
-        steps[p] += 1;
-        let (i, access) = match sub {
-            Substrate::Atomic => (s, true),
-            Substrate::Split => (s / 2, s % 2 == 1),
-        };
-        if !access {
-            callback.insert((p, i), n);
-            continue;
-        }
-        callback.entry((p, i)).or_insert(n);
-        let me = (p, i);
-        match prog.threads[p][i] {
-            POp::Read(_) | POp::Write(_) | POp::Rmw(_) => {
-                let (x, w_rec, write) = epoch[&me];
-                let c = count.get(&x).copied().unwrap_or(0);
-                if c < w_rec {
-                    let src = writes[&x][w_rec - 1];
-                    return Some((if write { "W->W" } else { "W->R" }, src, me));
-                }
-                if write {
-                    if let Some(r) = reads
-                        .get(&(x, w_rec))
-                        .and_then(|v| v.iter().find(|r| **r != me && !done.contains_key(*r)))
-                    {
-                        return Some(("R->W", *r, me));
-                    }
-                    *count.entry(x).or_default() += 1;
-                }
-            }
-            POp::Acquire(m) => {
-                let k = acq.entry(m).or_default();
-                let want = rec.locks[&m][*k];
-                *k += 1;
-                if want != p {
-                    let src = (want, nth_acquire(prog, rec, m, *k - 1));
-                    return Some(("lock order", src, me));
-                }
-            }
-            _ => {}
-        }
-        done.insert(me, true);
-        let _ = &callback;
-    }
-    None
-}
-
-/// Op index of the `n`-th acquisition of `m` in the recording.
-fn nth_acquire(prog: &Program, rec: &Observation, m: u64, n: usize) -> usize {
-    let mut pc = vec![0usize; prog.threads.len()];
-    let mut seen = 0;
-    for &p in &rec.schedule {
-        let i = pc[p];
-        pc[p] += 1;
-        if prog.threads[p][i] == POp::Acquire(m) {
-            if seen == n {
-                return i;
-            }
-            seen += 1;
-        }
-    }
-    0
-}
-
-fn label(
-    kind: &str,
-    src: (usize, usize),
-    sink: (usize, usize),
-    rep: &Observation,
-    sub: Substrate,
-) -> String {
-    if sub == Substrate::Atomic {
-        return format!("{kind} not enforced");
-    }
-    // Split: did the source's callback come before the sink's?
-    let pos = |t: (usize, usize)| -> Option<usize> {
-        let mut s = 0;
-        for (n, &p) in rep.schedule.iter().enumerate() {
-            if p == t.0 {
-                if s == 2 * t.1 {
-                    return Some(n);
-                }
-                s += 1;
-            }
-        }
-        None
-    };
-    match (pos(src), pos(sink)) {
-        (Some(a), Some(b)) if a < b => format!("{kind}: held at the callback, not at the access"),
-        _ => format!("{kind} not enforced"),
-    }
-}
+mod violations;
+use violations::first_violation;
 
 type Table = BTreeMap<String, (u64, Option<(usize, String)>)>;
 
@@ -157,7 +32,7 @@ fn classify<S: Strategy>(s: &S, sub: Substrate, cases: u64, tplay: bool) -> Tabl
             continue;
         }
         let mut l = match first_violation(&prog, &rec.obs, &obs, sub) {
-            Some((k, a, b)) => label(k, a, b, &obs, sub),
+            Some(v) => v.label(),
             None if !v.completed => "deadlock: a record checked before it holds".to_string(),
             None => "other".to_string(),
         };
