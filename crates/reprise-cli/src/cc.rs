@@ -29,7 +29,8 @@ pub const WRAPPED: &[&str] = &[
 /// reach the wrapped functions ([`WRAPPED`]). clang's pass turns them into calls itself.
 /// Copies of 16 bytes or less were folded into plain loads and stores before the pass (and
 /// instrumented); they become calls too (SQLite recorded 2% slower). A program's own
-/// `__builtin_memcpy` stays a builtin.
+/// `__builtin_memcpy` stays a builtin. `_FORTIFY_SOURCE`, whose wrappers are such builtins,
+/// is undefined after the program's flags.
 pub const GCC_STRING_CALLS: &[&str] = &[
     "-fno-builtin-memcpy",
     "-fno-builtin-memmove",
@@ -157,6 +158,12 @@ pub fn run(cplusplus: bool, args: Vec<OsString>) -> Result<i32> {
         }
     }
     cmd.args(&args);
+    if !clang && !info_only {
+        // After the program's own flags: glibc's `_FORTIFY_SOURCE` wrappers call
+        // `__builtin___memcpy_chk`, which `-fno-builtin-memcpy` does not reach and gcc
+        // expands inline again (see [`GCC_STRING_CALLS`]); Debian's package builds set it.
+        cmd.arg("-U_FORTIFY_SOURCE");
+    }
     if link && has_inputs && !info_only {
         let original = runtime_archive()?;
         let archive = link_archive(&original);

@@ -448,21 +448,35 @@ fn a_padded_16_byte_copy_does_not_diverge() {
 /// with `memcmp`, racily (SQLite's WAL index header). gcc expands such constant-size calls
 /// inline after its ThreadSanitizer pass, so no callback saw them: every replay of a build
 /// made that way diverged (0 of 10). `reprise cc` keeps them calls for gcc
-/// (`cc::GCC_STRING_CALLS`), which the runtime wraps, memcmp and bcmp included; clang makes
-/// them calls itself. Each recording replays verified with the recording's output.
+/// (`cc::GCC_STRING_CALLS`), which the runtime wraps, memcmp and bcmp included, also under
+/// `-D_FORTIFY_SOURCE=2`; clang makes them calls itself. Each recording replays verified with
+/// the recording's output.
 #[test]
 fn racy_fixed_size_copies_and_compares_replay_verified() {
     let w = Work::new();
     let p = program("inline_copy");
-    for cc in ["gcc", "clang"] {
-        let bin = w.build(&p, cc);
+    // glibc's _FORTIFY_SOURCE wrappers are builtins gcc expands inline whatever
+    // -fno-builtin-memcpy says: `reprise cc` undefines it after the program's flags.
+    let fortified = "inline_copy-fortify";
+    let st = w
+        .cmd()
+        .args(["cc", "-O2", "-D_FORTIFY_SOURCE=2", "-o", fortified])
+        .arg(&p.source)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    for cc in ["gcc", "clang", "gcc -D_FORTIFY_SOURCE=2"] {
+        let bin = match cc {
+            "gcc" | "clang" => w.build(&p, cc),
+            _ => fortified.to_string(),
+        };
         for i in 0..6 {
             let strategy = if i % 3 == 2 { "leap" } else { "ownership" };
             let r = record(
                 &w,
                 &bin,
                 &[],
-                &format!("copy-{cc}-{i}.trace"),
+                &format!("copy-{}-{i}.trace", cc.len()),
                 &["--strategy", strategy],
             );
             assert!(
