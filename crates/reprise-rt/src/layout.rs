@@ -37,3 +37,30 @@ pub const HEAP_STARTS_WIN: u64 = HEAP_WIN / 128;
 pub const STACKS_ADDR: u64 = 0x6100_0000_0000;
 /// Size of one stack window.
 pub const STACK_WIN: u64 = 1 << 28;
+
+/// Whether `addr` lies on a thread's stack: a stack window, or the main thread's stack when
+/// the caller runs on it (between its frame and where the kernel started it). Stack bytes a
+/// frame never wrote hold what earlier frames left there, the runtime's own included, which
+/// differ between record and replay. Deterministic in both: every address is.
+#[allow(unsafe_code)]
+pub fn on_a_stack(addr: usize) -> bool {
+    let lo = STACKS_ADDR as usize;
+    let hi = lo + MAX_THREADS * STACK_WIN as usize;
+    if (lo..hi).contains(&addr) {
+        return true;
+    }
+    let here = 0u8;
+    let sp = core::ptr::addr_of!(here) as usize;
+    if (lo..hi).contains(&sp) {
+        return false;
+    }
+    extern "C" {
+        /// Where the kernel started the main thread's stack (glibc's dynamic loader).
+        static __libc_stack_end: *const core::ffi::c_void;
+    }
+    // SAFETY: a pointer-sized read of a symbol the dynamic loader defines and sets before
+    // any program code runs; never written afterwards.
+    let top = unsafe { __libc_stack_end } as usize;
+    // The main thread's stack (not a stack the program placed itself, far from it).
+    sp < top && top - sp < 1 << 30 && (sp..=top).contains(&addr)
+}

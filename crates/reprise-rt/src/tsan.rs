@@ -471,7 +471,16 @@ fn ranged(dst: usize, src: usize, n: usize, cmp: bool) {
                 ownership::finish_event(t, ev, dst, n, kind::READ, Some(kind::READ));
                 return;
             }
-            if src != 0 {
+            if src != 0 && crate::layout::on_a_stack(src) {
+                // A copy out of a stack folds its kind: a struct built there field by field
+                // holds bytes no frame wrote (its padding, unset fields), which the runtime's
+                // own frames left and a copy carries on (x264 copies a partly set 256-byte
+                // `x264_me_t` local into the heap with memcpy; gcc's copies are calls since
+                // `cc::GCC_STRING_CALLS`). The fields are checked where the program reads them.
+                t.sh()
+                    .digest
+                    .set(ownership::fold(t.sh().digest.get(), kind::RANGE));
+            } else if src != 0 {
                 // Every byte the copy reads (this thread may read them now: it was granted
                 // their granules, and it performs the copy right after the callback).
                 // SAFETY: the program reads `[src, src + n)` right after the callback returns.
@@ -508,6 +517,10 @@ fn ranged(dst: usize, src: usize, n: usize, cmp: bool) {
                 return;
             }
         }
+    }
+    if src != 0 && crate::layout::on_a_stack(src) {
+        // The destination is then the stack's bytes (see the ownership case): not folded.
+        return;
     }
     t.sh().pending_addr.set(dst as u64);
     t.sh().pending_size.set(n as u64);
