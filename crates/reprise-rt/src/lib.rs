@@ -34,6 +34,7 @@ pub mod heap;
 pub mod layout;
 pub mod leap;
 pub mod lifecycle;
+pub mod memfns;
 pub mod model;
 pub mod model_rec;
 pub mod ownership;
