@@ -129,9 +129,10 @@ pub fn log(tid: u32) -> &'static Log {
 
 /// What `reprise_cur` holds for a thread without a slot: an all-zero [`Shared`] part (a valid one:
 /// slots are zero-filled mappings too) whose `fast_limit` of 0 sends every access of such a
-/// thread down the slow path, so the fast path needs no null check. Never written (only
-/// [`cur_or_idle`]'s callers read it, and only its atomics, before the fast path's limit check
-/// fails); it has no private part ([`cur`] says null for it).
+/// thread down the slow path, so the fast path needs no null check. Written once at start-up
+/// ([`init`]: `own_general`, so that callbacks take the gate that stores nothing; with held
+/// granules on, a callback may still store its pending word there, read by nobody); it has
+/// no private part ([`cur`] says null for it).
 struct Idle(core::cell::UnsafeCell<core::mem::MaybeUninit<Shared>>);
 // SAFETY: nothing writes the idle thread; its readers load atomics only.
 unsafe impl Sync for Idle {}
@@ -329,6 +330,14 @@ pub fn init() -> u32 {
         Ok(_) => {}
         Err(_) => return mode(), // running (re-entrant malloc from dlsym) or done
     }
+    // The idle part takes the callbacks' general path (replay's gate: loads only). The record
+    // gate stores the pending word first, and every thread without a slot stored into the
+    // one idle line: a binary of `reprise cc` run outside `reprise record` (every thread
+    // idle) ran 2.8 times slower than recorded (radix `-t 2`: 137 ms against 49; minimap2
+    // 2.1 s against 0.8), its line bouncing between the cores.
+    // SAFETY: start-up, before the program creates a thread: no other thread reads the idle
+    // part's `Mine` fields yet, and no reference to the value is live.
+    unsafe { (*IDLE_PTR).own_general.set(true) };
     let _e = sys::ErrnoGuard::new();
     let m = init_inner();
     set_mode(m);
