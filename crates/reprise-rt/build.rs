@@ -7,6 +7,7 @@ const SOURCES: &[&str] = &[
     "csrc/shim_fdalloc.c",
     "csrc/shim_copy.c",
     "csrc/shim_sysinfo.c",
+    "csrc/shim_ipc.c",
     "csrc/shim_omp.c",
     "csrc/shim_fs.c",
     "csrc/shim_net.c",

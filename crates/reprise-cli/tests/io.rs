@@ -537,3 +537,20 @@ fn output_through_other_descriptors_and_offsets_of_removed_files_replay() {
         }
     }
 }
+
+/// `shm_segment.c`: a System V segment's identifier is the kernel's choice, another in the
+/// replay (fio diverged in every replay). The replay's shmget is performed, the program gets
+/// the recorded identifier, and shmat/shmctl act on the replay's segment: full mode and sync
+/// mode replay verified, and IPC_STAT still names the segment.
+#[test]
+fn a_shared_memory_segment_replays_with_its_recorded_identifier() {
+    let w = Work::new();
+    let p = program("shm_segment");
+    let full = w.build(&p, "gcc");
+    let plain = w.build_plain(&p);
+    for (i, bin) in [&full, &full, &plain].into_iter().enumerate() {
+        let r = record(&w, bin, &[], &format!("shm-{i}.trace"), &[]);
+        assert_eq!(r.stdout, b"sum 24995000, id names the segment\n");
+        replay_verified(&w, &r, How::Plain);
+    }
+}
