@@ -554,3 +554,23 @@ fn a_shared_memory_segment_replays_with_its_recorded_identifier() {
         replay_verified(&w, &r, How::Plain);
     }
 }
+
+/// `pin_threads.c`: a thread pinned by the id gettid gave it, the recording's (fio's clock
+/// test): ESRCH in the replay before, whose fio took its error path and got stuck. The call is
+/// performed on the thread the id names in this run and returns the recorded result, also in
+/// a replay pinned to one CPU, where pinning to another fails. Full and sync mode.
+#[test]
+fn threads_pinned_by_their_given_ids_replay_also_on_one_cpu() {
+    let w = Work::new();
+    let p = program("pin_threads");
+    for (i, bin) in [w.build(&p, "gcc"), w.build_plain(&p)].iter().enumerate() {
+        let r = record(&w, bin, &[], &format!("pin-{i}.trace"), &[]);
+        assert!(
+            String::from_utf8_lossy(&r.stdout).contains("worker 1: by tid 0, by pthread 0"),
+            "{}",
+            String::from_utf8_lossy(&r.stdout)
+        );
+        replay_verified(&w, &r, How::Plain);
+        replay_verified(&w, &r, How::OneCpu);
+    }
+}

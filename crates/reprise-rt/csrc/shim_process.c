@@ -165,6 +165,33 @@ pid_t gettid(void)
 {
     return given_tid((pid_t)raw_syscall3(SYS_gettid, 0, 0, 0));
 }
+/* The process or thread a pid the program was given names in this run (replay: the
+ * recording's ids name the replay's process and threads). */
+static pid_t own_id(pid_t pid)
+{
+    if (!reprise_io_replaying() || pid <= 0) return pid;
+    if (pid == __atomic_load_n(&given_pid, __ATOMIC_RELAXED)) return (pid_t)raw_syscall3(SYS_getpid, 0, 0, 0);
+    return (pid_t)reprise_real_tid((unsigned)pid);
+}
+/* Pinning a thread: performed in both runs on the thread it names (fio pins its clock-test
+ * threads by the id gettid gave it, the recording's: ESRCH in the replay, which took its
+ * error path and got stuck), its result the recorded one (a replay pinned with taskset
+ * cannot pin a thread to another CPU: EINVAL, while the recording could). */
+int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *mask)
+{
+    REAL(int, sched_setaffinity, (pid_t, size_t, const cpu_set_t *));
+    if (!reprise_active()) return real_sched_setaffinity(pid, size, mask);
+    reprise_safe_point();
+    long r = real_sched_setaffinity(own_id(pid), size, mask);
+    return (int)reprise_shim_io_result(r, errno);
+}
+int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t *mask)
+{
+    REAL(int, pthread_setaffinity_np, (pthread_t, size_t, const cpu_set_t *));
+    if (!reprise_active()) return real_pthread_setaffinity_np(th, size, mask);
+    reprise_safe_point();
+    return (int)reprise_shim_io_result(real_pthread_setaffinity_np(th, size, mask), 0);
+}
 int sched_getcpu(void)
 {
     REAL(int, sched_getcpu, (void));
@@ -394,6 +421,8 @@ EXITING(_Exit)
 #pragma weak getpid
 #pragma weak getppid
 #pragma weak gettid
+#pragma weak sched_setaffinity
+#pragma weak pthread_setaffinity_np
 #pragma weak gettimeofday
 #pragma weak kill
 #pragma weak tgkill
