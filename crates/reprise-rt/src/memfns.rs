@@ -141,35 +141,40 @@ fn in_rt() -> bool {
     crate::state::IN_RT.with(|c| c.get())
 }
 
+/// memcpy or memmove (`real`): a small copy ([`small_copy`]), or a ranged event, then `real`.
+///
 /// # Safety
-/// The contract of `memcpy`: `s` valid for reads and `d` for writes of `n` bytes.
-#[no_mangle]
-pub unsafe extern "C" fn __wrap_memcpy(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
+/// `s` valid for reads and `d` for writes of `n` bytes; they may overlap only for memmove.
+unsafe fn copy(
+    d: *mut c_void,
+    s: *const c_void,
+    n: usize,
+    real: unsafe extern "C" fn(*mut c_void, *const c_void, usize) -> *mut c_void,
+) -> *mut c_void {
     if !in_rt() && !crate::preload::sync() {
         if n <= SMALL {
-            // SAFETY: the caller's memcpy contract.
+            // SAFETY: the caller's contract (the copy goes through a buffer).
             unsafe { small_copy(d, s, n) };
             return d;
         }
         ranged(d as usize, s as usize, n, false);
     }
-    // SAFETY: the caller's memcpy contract.
-    unsafe { crate::real::__real_memcpy(d, s, n) }
+    // SAFETY: the caller's contract.
+    unsafe { real(d, s, n) }
+}
+/// # Safety
+/// The contract of `memcpy`: `s` valid for reads and `d` for writes of `n` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn __wrap_memcpy(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { copy(d, s, n, crate::real::__real_memcpy) }
 }
 /// # Safety
 /// The contract of `memmove`: `s` valid for reads and `d` for writes of `n` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_memmove(d: *mut c_void, s: *const c_void, n: usize) -> *mut c_void {
-    if !in_rt() && !crate::preload::sync() {
-        if n <= SMALL {
-            // SAFETY: the caller's memmove contract (the copy goes through a buffer).
-            unsafe { small_copy(d, s, n) };
-            return d;
-        }
-        ranged(d as usize, s as usize, n, false);
-    }
-    // SAFETY: the caller's memmove contract.
-    unsafe { crate::real::__real_memmove(d, s, n) }
+    // SAFETY: forwarded contract.
+    unsafe { copy(d, s, n, crate::real::__real_memmove) }
 }
 /// # Safety
 /// The contract of `memset`: `d` valid for writes of `n` bytes.
@@ -185,33 +190,39 @@ pub unsafe extern "C" fn __wrap_memset(d: *mut c_void, c: i32, n: usize) -> *mut
     // SAFETY: the caller's memset contract.
     unsafe { crate::real::__real_memset(d, c, n) }
 }
+/// memcmp or bcmp (`real`): two ranged reads, then the real comparison.
+///
+/// # Safety
+/// `a` and `b` valid for reads of `n` bytes.
+unsafe fn compare(
+    a: *const c_void,
+    b: *const c_void,
+    n: usize,
+    real: unsafe extern "C" fn(*const c_void, *const c_void, usize) -> i32,
+) -> i32 {
+    if !in_rt() && !crate::preload::sync() {
+        if n <= SMALL {
+            // SAFETY: the caller's contract.
+            return unsafe { small_compare(a, b, n, real) };
+        }
+        ranged(a as usize, b as usize, n, true);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { real(a, b, n) }
+}
 /// # Safety
 /// The contract of `memcmp`: `a` and `b` valid for reads of `n` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_memcmp(a: *const c_void, b: *const c_void, n: usize) -> i32 {
-    if !in_rt() && !crate::preload::sync() {
-        if n <= SMALL {
-            // SAFETY: the caller's memcmp contract.
-            return unsafe { small_compare(a, b, n, crate::real::__real_memcmp) };
-        }
-        ranged(a as usize, b as usize, n, true);
-    }
-    // SAFETY: the caller's memcmp contract.
-    unsafe { crate::real::__real_memcmp(a, b, n) }
+    // SAFETY: forwarded contract.
+    unsafe { compare(a, b, n, crate::real::__real_memcmp) }
 }
 /// # Safety
 /// The contract of `bcmp`: `a` and `b` valid for reads of `n` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_bcmp(a: *const c_void, b: *const c_void, n: usize) -> i32 {
-    if !in_rt() && !crate::preload::sync() {
-        if n <= SMALL {
-            // SAFETY: the caller's bcmp contract.
-            return unsafe { small_compare(a, b, n, crate::real::__real_bcmp) };
-        }
-        ranged(a as usize, b as usize, n, true);
-    }
-    // SAFETY: the caller's bcmp contract.
-    unsafe { crate::real::__real_bcmp(a, b, n) }
+    // SAFETY: forwarded contract.
+    unsafe { compare(a, b, n, crate::real::__real_bcmp) }
 }
 /// # Safety
 /// The contract of `memcpy`: `s` valid for reads and `d` for writes of `n` bytes.
