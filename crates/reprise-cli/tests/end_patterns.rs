@@ -75,7 +75,9 @@ fn hundred_recordings_local_static() {
 /// A worker that entered the runtime just before the end, after locking the pool's mutex,
 /// waited for a stripe ticket the end holds for good, and the destructor's lock of that mutex
 /// hung the exit (a recording in about 100, seen once in this test's 10 under load): it now
-/// stops as a thread entering after the end does, so 40 recordings.
+/// stops as a thread entering after the end does, so 40 recordings. So does a worker that got
+/// its ticket just before the end closed the stripes, having locked the pool's mutex (it parked
+/// for good: 1 recording in about 400 on an overloaded machine, once in CI's 40).
 #[test]
 fn library_destructor_joins_its_workers_after_the_end() {
     let w = Work::new();

@@ -441,7 +441,7 @@ pub fn take(t: &mut Thread, s: u32) -> u64 {
     }
     t.held = s;
     if CLOSED.load(Ordering::SeqCst) {
-        closed(t);
+        return closed(t);
     }
     append(s, st, t.tid)
 }
@@ -488,7 +488,7 @@ pub fn take_ranges(t: &mut Thread, ranges: &[(usize, usize)]) -> u64 {
     t.held_multi = true;
     t.held = NO_STRIPE;
     if CLOSED.load(Ordering::SeqCst) {
-        closed(t);
+        return closed(t);
     }
     h
 }
@@ -524,12 +524,20 @@ fn touch(s: u32) {
     }
 }
 
-/// `t` took a ticket after the process end began: release what it holds and park for good,
-/// as it would have at a ticket the end holds.
+/// `t` took a ticket after the process end began: release what it holds (the end takes every
+/// ticket) and stop as a thread whose ticket never comes does ([`after_end`]): until the
+/// stopped threads are released, then natively. Replay parks for good, as it would have at a
+/// ticket the end holds. Recording parked for good too, but a thread here may hold a lock of
+/// the program's (sync mode and full mode take a lock's turn after the real lock): a library
+/// destructor locking it to wake and join its workers hung the exit (`end_patterns`' pool: 1
+/// recording in about 400 on an overloaded machine, one of CI's 40).
 #[cold]
-fn closed(t: &mut Thread) -> ! {
+fn closed(t: &mut Thread) -> u64 {
     release_held(t);
-    park_forever(t.tid, ST_AT_END)
+    if state::REPLAY.load(Ordering::Relaxed) {
+        park_forever(t.tid, ST_AT_END)
+    }
+    after_end(t)
 }
 
 /// Close the stripe table ([`CLOSED`]) and list, ascending, the stripes of every page some
