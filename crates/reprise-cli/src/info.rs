@@ -192,6 +192,10 @@ fn print_records(rec: &crate::recording::Recording) {
                         ""
                     }
                 ),
+                None if reprise_proto::edge_after(p.value).is_some() => println!(
+                    "    (and after that thread passed {} entries of its edge list)",
+                    reprise_proto::edge_after(p.value).unwrap_or(0)
+                ),
                 None => {
                     let (src, sev) = reprise_proto::edge_source_parts(p.value);
                     println!(

@@ -150,7 +150,8 @@ fn thread_tracks(
 /// numbered from 1: how many edges there are, and how many arrows were drawn.
 fn edge_arrows(ev: &mut Vec<Value>, rec: &crate::recording::Recording) -> (usize, u64) {
     let nthreads = rec.nthreads();
-    // Ownership edges: source (thread, completed count) -> (thread, event).
+    // Ownership edges: source (thread, completed count) -> (thread, event); the entries that
+    // are marks (held granules, `EDGE_AFTER`) name no thread and are left out.
     let edges: Vec<(u32, u64, u32, u64)> = rec
         .threads
         .iter()

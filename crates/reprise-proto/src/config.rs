@@ -225,6 +225,24 @@ pub const fn held_mark(v: u64) -> Option<(u32, bool)> {
     }
 }
 
+/// An ownership edge list's entry that is not an edge but a refinement of the edge before it:
+/// its source thread answered inside the slow path of an access that had already taken
+/// granules from others (their edges logged at that access's event, which is not complete), and
+/// what the answer handed over may be one of those granules, whose bytes come from the threads
+/// it took them from. Replay waits, besides the source's completed events, until the source has
+/// passed the first `value & 0xffff_ffff_ffff` entries of its own edge list (every edge it had
+/// taken when it answered). Its source thread is one no thread has.
+pub const EDGE_AFTER: u64 = edge_source(0xfffe, 0);
+
+/// An [`EDGE_AFTER`] entry's count of the source's edge-list entries, or None for another entry.
+pub const fn edge_after(v: u64) -> Option<u64> {
+    if v >> EDGE_EVENT_BITS == EDGE_AFTER >> EDGE_EVENT_BITS {
+        Some(v & ((1 << EDGE_EVENT_BITS) - 1))
+    } else {
+        None
+    }
+}
+
 /// Unpack an edge source into (thread, completed events).
 pub const fn edge_source_parts(v: u64) -> (u32, u64) {
     (

@@ -238,6 +238,12 @@ pub fn log_pair(t: &Thread, tag: u8, a: u64, b: u64) {
 /// [`log_pair`] into thread `tid`'s log (the ending thread logs the others' final checkpoints).
 pub fn log_pair_of(tid: u32, tag: u8, a: u64, b: u64) {
     state::log(tid).with(|l| {
+        if tag == R_EDGE {
+            // Counted under the log's lock, in the order of the list.
+            let sh = state::shared(tid);
+            sh.edges_logged.bump();
+            sh.last_edge_event.set(a);
+        }
         if l.len + 17 > LOG_BUF - FRAME_HDR - 4 {
             flush_log_locked(tid, l);
         }

@@ -46,6 +46,9 @@ pub struct Mailbox {
     /// wants it to publish (0: none), so that the waiter polls `done` here instead of the
     /// count on the line this thread writes at every event (`ownership::ring`).
     pub replay_want: AtomicU64,
+    /// Ownership replay: the entries of its edge list this thread has passed (a waiter for an
+    /// edge refined by an `EDGE_AFTER` entry waits for it).
+    pub edges_passed: AtomicU64,
 }
 
 /// A word of a thread's [`Shared`] part that only its owner writes, except that the thread
@@ -179,6 +182,10 @@ pub struct Shared {
     /// Ownership record: inside an access's slow path (`ownership::access`), whose event is not
     /// counted yet and may have logged its edges.
     pub in_access: Mine<bool>,
+    /// Ownership record: the entries logged so far in this thread's edge list (`R_EDGE`).
+    pub edges_logged: Word,
+    /// Ownership record: the event of the last entry logged in this thread's edge list.
+    pub last_edge_event: Word,
     /// Ownership replay: the event after which the recording released its held granules with
     /// hits still to take (0: none): until they are taken, the count is not published
     /// (`held::holds_back`).
@@ -207,6 +214,10 @@ pub struct Acks {
     pub seq: AtomicU64,
     /// Completed events at the last answer.
     pub done: AtomicU64,
+    /// At the last answer: 0, or, when the answer came inside an access's slow path after that
+    /// access took granules from others, the count of edge-list entries the thread had logged
+    /// (the requester logs it as an `EDGE_AFTER` entry: see `ownership::answer`).
+    pub fwd: AtomicU64,
 }
 
 // The fast path's fields share one cache line (the slot, and the idle thread, are 64-aligned).

@@ -65,15 +65,29 @@ pub fn program(name: &str) -> Program {
         .unwrap_or_else(|| panic!("no program {name}"))
 }
 
-/// A scratch directory that also holds the traces (REPRISE_TRACE_DIR).
+/// A scratch directory that also holds the traces (REPRISE_TRACE_DIR). Kept, and its path
+/// printed, when a replay in it was not verified ([`replay_verified`]): its binaries and
+/// traces are what a rare failure needs to be replayed again (a trace names its program by
+/// this directory).
 pub struct Work {
     pub dir: tempfile::TempDir,
+    keep: std::cell::Cell<bool>,
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        if self.keep.get() {
+            self.dir.disable_cleanup(true);
+            eprintln!("kept the test's directory {}", self.dir.path().display());
+        }
+    }
 }
 
 impl Work {
     pub fn new() -> Work {
         Work {
             dir: tempfile::tempdir().unwrap(),
+            keep: std::cell::Cell::new(false),
         }
     }
     pub fn path(&self, p: &str) -> PathBuf {
@@ -313,6 +327,9 @@ pub fn replay_verified(w: &Work, r: &Recorded, how: How) {
     }
     let o = run_limited(c, Duration::from_secs(180));
     let err = String::from_utf8_lossy(&o.stderr);
+    if !err.contains("reprise: replay verified") {
+        w.keep.set(true);
+    }
     assert!(
         err.contains("reprise: replay verified"),
         "replay ({how:?}) of {} not verified (status {}):\n{err}",

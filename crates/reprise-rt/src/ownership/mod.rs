@@ -166,6 +166,20 @@ fn answer_now(t: &Shared) {
     // The requester may take any of this thread's granules once answered: held ones too.
     let released = held::release(t);
     t.mb.req.swap(0, Ordering::SeqCst);
+    // Inside an access's slow path that has taken granules from others (a ranged access waiting
+    // for its next granule): the requester may take one of those, whose bytes come from the
+    // threads they were taken from, not from this thread's completed events. It also waits
+    // for this thread to pass those edges in replay (`EDGE_AFTER`).
+    // The list's last entry names the pending event (the count's next) only when this access
+    // has logged its edges (they come last in the list).
+    // SAFETY: the current thread's own shared part (`answer` runs on the owner).
+    let pending = t.events.load(Ordering::Relaxed) + 1;
+    let fwd = if unsafe { t.in_access.get() } && t.last_edge_event.get() == pending {
+        t.edges_logged.get()
+    } else {
+        0
+    };
+    t.mb.ack.fwd.store(fwd, Ordering::Relaxed);
     t.mb.ack
         .done
         .store(t.events.load(Ordering::Relaxed), Ordering::Release);
@@ -360,113 +374,14 @@ fn mark_running(t: &Thread) {
 mod fast;
 pub mod held;
 mod record;
+mod replay;
 mod split;
 use fast::{below_limit, digest_access};
 pub use fast::{count_fast_atomic, fast_done, fast_gate, plain_done, record_gate, replay_gate};
 use record::acquire_ranges;
 pub use record::BATCH_SHIFT;
+use replay::gate_replay;
 pub use split::split_fast;
-
-// ---- replay ---------------------------------------------------------------------------------------
-
-/// Replay: wait until every edge into event `e` is satisfied; park past the recorded end.
-fn gate_replay(t: &mut Thread, e: u64) {
-    let Some(ti) = state::thread_index(t.tid) else {
-        access::diverge(
-            t,
-            e,
-            format_args!("thread {} did not exist in the recording", t.tid),
-        );
-    };
-    let end = &state::config().end;
-    // The recording's faulting thread may fault inside the callback after its last counted
-    // event (reading the value of an access to a bad address): let it run that callback.
-    let faulted_here = end.kind == END_FAULT && end.tid == t.tid && e == ti.final_events + 1;
-    if end.kind != END_UNKNOWN && e > ti.final_events && !faulted_here {
-        // Early termination (seed 001, 2.5): the recording ended before this event.
-        set_free(t.sh());
-        crate::leap::park_forever(t.tid, ST_AT_END);
-    }
-    held::replay_clear(t, e);
-    let edges = state::pairs(ti.edges_off, ti.edges_len);
-    while let Some(p) = edges.get(t.next_edge) {
-        if p.event > e {
-            break;
-        }
-        if held::replay_mark(t, e, p) {
-            continue;
-        }
-        let (x, s) = edge_source_parts(p.value);
-        if p.event < e || x as usize >= MAX_THREADS {
-            access::diverge(
-                t,
-                e,
-                format_args!(
-                    "thread {} diverged at event {e}: its recorded edge at event {} from thread {x} was not reached",
-                    t.tid, p.event
-                ),
-            );
-        }
-        let xs = state::shared(x);
-        let mut clock = WaitClock::default();
-        let passed = |xs: &Shared| xs.events.load(Ordering::Acquire) > s;
-        if !passed(xs) && xs.mb.done.load(Ordering::Acquire) < s {
-            // Every access of this thread before `e` is complete: say so before waiting. A
-            // thread may wait here for one whose next edge waits for this one's last access
-            // (OpenMP's worker, gated after the main thread's access that preceded its own
-            // gated one): that one goes on when this count is published, as the recording's
-            // requester answered while it waited.
-            publish(t.sh());
-            // Wait by time, as requesters do: spin (the source is usually running and close),
-            // then yield the CPU (it may need it), then sleep briefly. The spin polls `done`,
-            // which the source publishes at its event `s + 1` (`ring`), not its count, which
-            // shares the line the source writes at every event. The count is read again after
-            // each ring: the source may have passed `s + 1` before its limit was lowered.
-            if !(ring(xs, s) && passed(xs)) {
-                while xs.mb.done.load(Ordering::Acquire) < s {
-                    let Some(waited) = clock.tick(t, x) else {
-                        continue;
-                    };
-                    // Every 64 spins, the count (a doorbell raced by the source is never
-                    // answered), and the doorbell again (another waiter's, met and cleared,
-                    // may have replaced it).
-                    if passed(xs) || (ring(xs, s) && passed(xs)) {
-                        break;
-                    }
-                    if waited > 2_000_000 {
-                        sys::sleep_ns(20_000);
-                    } else if waited > 5_000 {
-                        sys::yield_now();
-                    }
-                }
-            }
-        }
-        clock.done(t);
-        t.next_edge += 1;
-    }
-}
-
-/// Replay: ask thread `xs` to publish its completed count (`Mailbox::done`) once it reaches
-/// event `s + 1` (a slow entry there: its limit is lowered to it, and [`recompute`] keeps it
-/// there until it passed), so that a waiter polls `done`, on the mailbox's line, instead of
-/// the count, which shares the line of the fast path's fields: the source writes that line at
-/// every event, and each poll took it away (a cache miss per event of the source for as long
-/// as anyone waited). True when this call set the doorbell (false: one at `s + 1` or earlier
-/// is set already).
-fn ring(xs: &Shared, s: u64) -> bool {
-    let want = s + 1;
-    let set = xs
-        .mb
-        .replay_want
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| {
-            (w == 0 || w > want).then_some(want)
-        })
-        .is_ok();
-    if set {
-        xs.fast_limit.fetch_min(want, Ordering::SeqCst);
-    }
-    set
-}
 
 // ---- the slow path --------------------------------------------------------------------------------
 

@@ -6,18 +6,25 @@ use super::split::{
 };
 use super::*;
 
-pub(super) fn add_edge(t: &mut Thread, e: u64, src: u32, src_events: u64) {
-    if src != t.tid && src_events > 0 {
+/// Log the edge of event `e` from thread `src`'s answer `(completed events, fwd)` ([`request`]):
+/// a nonzero `fwd` (the source answered inside an access that had taken granules from others)
+/// follows the edge as an [`EDGE_AFTER`] entry.
+pub(super) fn add_edge_after(t: &mut Thread, e: u64, src: u32, (src_events, fwd): (u64, u64)) {
+    if src != t.tid && (src_events > 0 || fwd > 0) {
         access::log_pair(t, R_EDGE, e, edge_source(src, src_events));
+        if fwd > 0 {
+            access::log_pair(t, R_EDGE, e, EDGE_AFTER | fwd);
+        }
     }
 }
 
 /// Ask thread `x` for its granules; returns its completed events when it answered (or was
-/// free). The caller has locked the granule it wants.
-pub(super) fn request(t: &mut Thread, x: u32, idx: u64) -> u64 {
+/// free), with the count of edge-list entries the answer depends on (`Acks::fwd`; 0 when it
+/// depends on the completed events alone). The caller has locked the granule it wants.
+pub(super) fn request(t: &mut Thread, x: u32, idx: u64) -> (u64, u64) {
     let xs = state::shared(x);
     if xs.mb.free.load(Ordering::SeqCst) != 0 {
-        return xs.mb.done.load(Ordering::Acquire);
+        return (xs.mb.done.load(Ordering::Acquire), 0);
     }
     let q0 = xs.mb.ack.seq.load(Ordering::SeqCst);
     xs.mb.req.store(1, Ordering::SeqCst);
@@ -34,16 +41,17 @@ pub(super) fn request(t: &mut Thread, x: u32, idx: u64) -> u64 {
     let mut polls = 0u32;
     let src = loop {
         if xs.mb.ack.seq.load(Ordering::Acquire) != q0 {
-            break xs.mb.ack.done.load(Ordering::Acquire);
+            let done = xs.mb.ack.done.load(Ordering::Acquire);
+            break (done, xs.mb.ack.fwd.load(Ordering::Relaxed));
         }
         // The free state every 8th time (the first included): its line is the one the owner
         // writes on its way to answering (see `Mailbox`).
         if polls.is_multiple_of(8) && xs.mb.free.load(Ordering::SeqCst) != 0 {
-            break xs.mb.done.load(Ordering::Acquire);
+            break (xs.mb.done.load(Ordering::Acquire), 0);
         }
         polls = polls.wrapping_add(1);
         if let Some(g) = asked.and_then(|serial| handover::granted(t, serial)) {
-            break g;
+            break (g, 0);
         }
         answer(t.sh());
         if state::mode() == state::M_DONE {
@@ -57,7 +65,7 @@ pub(super) fn request(t: &mut Thread, x: u32, idx: u64) -> u64 {
         if waited >= next_steal {
             // The owner is slow to answer (perhaps not running at all): look for itself.
             if let Some(src) = handover::steal(xs, slot_tag(idx)) {
-                break src;
+                break (src, 0);
             }
             next_steal = waited + handover::STEAL_EVERY_NS;
         }
@@ -96,6 +104,9 @@ pub(super) fn request(t: &mut Thread, x: u32, idx: u64) -> u64 {
 static EPOCH_LOCK: AtomicU32 = AtomicU32::new(0);
 static EPOCH: AtomicU32 = AtomicU32::new(0);
 static CUM: [AtomicU64; MAX_THREADS] = [const { AtomicU64::new(0) }; MAX_THREADS];
+/// The `fwd` of the answer that gave each thread's [`CUM`] (0: none): the pair is one answer's,
+/// so that an `EDGE_AFTER` entry follows its own edge's source event.
+static CUM_FWD: [AtomicU64; MAX_THREADS] = [const { AtomicU64::new(0) }; MAX_THREADS];
 
 fn epoch_lock(t: &Thread) {
     let mut spins = 0;
@@ -109,14 +120,24 @@ fn epoch_unlock() {
     EPOCH_LOCK.store(0, Ordering::Release);
 }
 
-/// A new read-shared epoch whose granule depended on `(x, src)`; None when epochs ran out.
-fn new_epoch(t: &Thread, x: u32, src: u64) -> Option<u32> {
+/// A new read-shared epoch whose granule depended on `x`'s answer `(src, fwd)`; None when
+/// epochs ran out.
+fn new_epoch(t: &Thread, x: u32, (src, fwd): (u64, u64)) -> Option<u32> {
     epoch_lock(t);
     let c = EPOCH.load(Ordering::Relaxed) + 1;
     let r = if c > MAX_EPOCH {
         None
     } else {
-        CUM[x as usize].fetch_max(src, Ordering::Relaxed);
+        // A later answer covers an earlier one: its source event is at least as late, and
+        // the edges an earlier one forwarded were taken at events it completed.
+        let (cum, cf) = (&CUM[x as usize], &CUM_FWD[x as usize]);
+        let old = cum.load(Ordering::Relaxed);
+        if src > old {
+            cum.store(src, Ordering::Relaxed);
+            cf.store(fwd, Ordering::Relaxed);
+        } else if src == old {
+            cf.fetch_max(fwd, Ordering::Relaxed);
+        }
         EPOCH.store(c, Ordering::Relaxed);
         Some(c)
     };
@@ -133,7 +154,8 @@ fn sync_epochs(t: &mut Thread, e: u64) {
         .min(MAX_THREADS as u32);
     for x in 0..n {
         let src = CUM[x as usize].load(Ordering::Relaxed);
-        add_edge(t, e, x, src);
+        let fwd = CUM_FWD[x as usize].load(Ordering::Relaxed);
+        add_edge_after(t, e, x, (src, fwd));
     }
     epoch_unlock();
     t.set_rdsh_seen(c);
@@ -185,7 +207,7 @@ fn acquire_one(t: &mut Thread, addr: usize, subs: u32, write: bool, e: u64) {
             for x in 0..n {
                 if x != t.tid {
                     let src = request(t, x, idx);
-                    add_edge(t, e, x, src);
+                    add_edge_after(t, e, x, src);
                 }
             }
             sh.store(t.own_me(), Ordering::Release);
@@ -241,7 +263,7 @@ fn acquire_one(t: &mut Thread, addr: usize, subs: u32, write: bool, e: u64) {
         let split = write && false_sharing(idx, t.tid, x, subs);
         let batch = lock_batch(t, idx, s);
         let src = request(t, x, idx);
-        add_edge(t, e, x, src);
+        add_edge_after(t, e, x, src);
         let next = if split {
             with_fields(SPLIT | fields(ALL_SUBS, s & !RDEX_BIT), subs, t.own_me())
         } else if write {

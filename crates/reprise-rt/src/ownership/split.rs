@@ -2,7 +2,7 @@
 //! disjoint bytes (false sharing), gets an owner per 16-byte sub-granule. The shadow word's
 //! encoding, the fast path's test, and the record side's split, take and merge.
 
-use super::record::{add_edge, lock_window, request, unlock_batch};
+use super::record::{add_edge_after, lock_window, request, unlock_batch};
 use super::*;
 
 /// A *split* granule (`SPLIT | fields`): two threads took turns writing disjoint bytes of it
@@ -193,7 +193,7 @@ pub(super) fn take_subs(
         asked |= 1 << code;
         let x = code - 1;
         let src = request(t, x, idx);
-        add_edge(t, e, x, src);
+        add_edge_after(t, e, x, src);
     }
     // Other fields may have changed meanwhile (their takers hold them locked): set ours.
     let mut cur = sh.load(Ordering::Acquire);
