@@ -43,6 +43,14 @@
 
 #define SHIM_HIDDEN __attribute__((visibility("hidden")))
 
+/* A spin lock for the shims' own small tables (held for a short walk, never across a call
+ * that may block; the program never sees it). */
+static inline void shim_lock(int *l)
+{
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
+}
+static inline void shim_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+
 /* Provided by the Rust runtime. */
 extern int reprise_ordered(const void *obj);   /* safe point + turn on obj's stripe; 0 if off */
 extern void reprise_safe_point(void);

@@ -96,9 +96,9 @@ static int walk_one(struct dl_phdr_info *info, size_t size, void *send)
 SHIM_HIDDEN int reprise_shim_dl_walk(int send)
 {
     if (_r_debug.r_state != RT_CONSISTENT) return 0;
-    while (__atomic_exchange_n(&seen_lock, 1, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
+    shim_lock(&seen_lock);
     dl_iterate_phdr(walk_one, send ? (void *)1 : NULL);
-    __atomic_store_n(&seen_lock, 0, __ATOMIC_RELEASE);
+    shim_unlock(&seen_lock);
     return 1;
 }
 

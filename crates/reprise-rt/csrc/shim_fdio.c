@@ -34,8 +34,8 @@ static int nwritten;
 static int written_full;
 static int written_lock;
 
-static void lock_w(void) { while (__atomic_exchange_n(&written_lock, 1, __ATOMIC_ACQUIRE)) { } }
-static void unlock_w(void) { __atomic_store_n(&written_lock, 0, __ATOMIC_RELEASE); }
+static void lock_w(void) { shim_lock(&written_lock); }
+static void unlock_w(void) { shim_unlock(&written_lock); }
 
 void reprise_shim_mark_written(int fd)
 {

@@ -14,22 +14,16 @@ static struct {
     int rec, real;
 } shm_ids[SHM_IDS];
 static int shm_n;
-static volatile int shm_lock;
-
-static void shm_take(void)
-{
-    while (__atomic_exchange_n(&shm_lock, 1, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
-}
-static void shm_give(void) { __atomic_store_n(&shm_lock, 0, __ATOMIC_RELEASE); }
+static int shm_lock;
 
 /* The replay's identifier for the program's `id` (itself when the two agree). */
 static int shm_real(int id)
 {
     int r = id;
-    shm_take();
+    shim_lock(&shm_lock);
     for (int i = 0; i < shm_n; i++)
         if (shm_ids[i].rec == id) r = shm_ids[i].real;
-    shm_give();
+    shim_unlock(&shm_lock);
     return r;
 }
 
@@ -42,11 +36,11 @@ int shmget(key_t key, size_t size, int flg)
     int e = errno;
     int rec = (int)reprise_shim_io_result(r, e);
     if (reprise_io_replaying() && rec >= 0 && r >= 0 && rec != r) {
-        shm_take();
+        shim_lock(&shm_lock);
         /* A full table keeps the oldest pairs: a later segment's calls then fail as a
          * missing one would, and the replay diverges where the program sees it. */
         if (shm_n < SHM_IDS) shm_ids[shm_n].rec = rec, shm_ids[shm_n++].real = r;
-        shm_give();
+        shim_unlock(&shm_lock);
     }
     return rec;
 }

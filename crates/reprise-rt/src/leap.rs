@@ -17,7 +17,7 @@
 use crate::channel;
 use crate::state::{self, Thread};
 use crate::sys;
-use crate::ticket::{ticket_release, ticket_wait};
+use crate::ticket::{ticket_release, ticket_wait, YIELD_FOR_NS};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use reprise_proto::*;
@@ -266,9 +266,6 @@ pub fn park_forever(tid: u32, state_code: u32) -> ! {
         sys::futex_wait(&w, 0);
     }
 }
-
-/// Full mode: how long a replaying thread waiting for its turn yields before it sleeps.
-const YIELD_FOR_NS: u64 = 100_000;
 
 /// Replay: wait until the vector of `s` says it is `t`'s turn.
 fn wait_turn(t: &Thread, s: u32) {

@@ -23,6 +23,8 @@ fn ranged(dst: usize, src: usize, n: usize, cmp: bool) {
     }
     let Some(mut e) = enter() else { return };
     let t = e.t();
+    // A copy out of a stack folds its kind (see the ownership case).
+    let stack_src = src != 0 && crate::layout::on_a_stack(src);
     match crate::state::strategy() {
         Strategy::Ownership => {
             let ranges = [(dst, n, !cmp), (src, if src != 0 { n } else { 0 }, false)];
@@ -31,7 +33,7 @@ fn ranged(dst: usize, src: usize, n: usize, cmp: bool) {
                 ownership::finish_event(t, ev, dst, n, kind::READ, Some(kind::READ));
                 return;
             }
-            if src != 0 && crate::layout::on_a_stack(src) {
+            if stack_src {
                 // A copy out of a stack folds its kind: a struct built there field by field
                 // holds bytes no frame wrote (its padding, unset fields), which the runtime's
                 // own frames left and a copy carries on (x264 copies a partly set 256-byte
@@ -78,7 +80,7 @@ fn ranged(dst: usize, src: usize, n: usize, cmp: bool) {
             }
         }
     }
-    if src != 0 && crate::layout::on_a_stack(src) {
+    if stack_src {
         // The destination is then the stack's bytes (see the ownership case): not folded.
         return;
     }

@@ -21,6 +21,7 @@
 use crate::model_rec;
 use crate::state::{self, Thread};
 use crate::sys;
+use crate::ticket::yield_until;
 use core::sync::atomic::{AtomicU32, Ordering};
 use reprise_core::aggreplay::{AggrePlay, AggrePlayLog, AggrePlayRecorder, AggrePlayReplayer};
 use reprise_core::aggreplay_plus::{AggrePlayPlus, AggrePlayPlusReplayer};
@@ -139,15 +140,12 @@ fn lock_g() {
     // Then yield for a while: G is held to the holder's next safe point, usually microseconds
     // away, and a sleeper costs the holder a `futex` wake at its unlock (tplay+ recording
     // counter_race: 1 s of system time in 1.3 s before).
-    let since = sys::now_ns();
-    while sys::now_ns() - since < YIELD_FOR_NS {
-        if G.load(Ordering::Relaxed) == 0
+    if yield_until(|| {
+        G.load(Ordering::Relaxed) == 0
             && G.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
-        {
-            return;
-        }
-        sys::yield_now();
+    }) {
+        return;
     }
     while G.swap(2, Ordering::Acquire) != 0 {
         let _e = sys::ErrnoGuard::new();
@@ -280,15 +278,11 @@ fn proceed(t: &Thread, op: &Op) {
     }
 }
 
-/// How long a thread waiting for G, or (replay) held back by the model, yields before it
-/// sleeps on the futex (a thread held back is not counted in `PARKED` meanwhile, so no step
-/// issues a `futex` wake for it).
-const YIELD_FOR_NS: u64 = 100_000;
-
-/// Replay: whether `STEP` moves past `s` within about [`YIELD_FOR_NS`] (spin, then yield).
-/// A model step comes when another thread completes an event, usually within microseconds:
-/// sleeping at once made every step a wake-up of every parked thread (counter_race under
-/// `aggreplay+`: 1.4 s of system time in a 1.8 s replay).
+/// Replay: whether `STEP` moves past `s` within about `ticket::YIELD_FOR_NS` (spin, then
+/// yield; a thread held back is not counted in `PARKED` meanwhile, so no step issues a `futex`
+/// wake for it). A model step comes when another thread completes an event, usually within
+/// microseconds: sleeping at once made every step a wake-up of every parked thread
+/// (counter_race under `aggreplay+`: 1.4 s of system time in a 1.8 s replay).
 fn step_passes(s: u32) -> bool {
     for _ in 0..200 {
         if STEP.load(Ordering::Relaxed) != s {
@@ -296,14 +290,7 @@ fn step_passes(s: u32) -> bool {
         }
         core::hint::spin_loop();
     }
-    let since = sys::now_ns();
-    while sys::now_ns() - since < YIELD_FOR_NS {
-        if STEP.load(Ordering::Relaxed) != s {
-            return true;
-        }
-        sys::yield_now();
-    }
-    STEP.load(Ordering::SeqCst) != s
+    yield_until(|| STEP.load(Ordering::Relaxed) != s) || STEP.load(Ordering::SeqCst) != s
 }
 
 /// Replay: with G held, wait until the model lets `t` perform `op` (G held on return).

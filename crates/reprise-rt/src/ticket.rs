@@ -1,5 +1,6 @@
 //! A fair ticket lock (LEAP's stripes and the model stripes): tickets from `next`, served in
-//! order by `serving`, sleepers counted so that a release wakes them only when needed.
+//! order by `serving`, sleepers counted so that a release wakes them only when needed; and the
+//! yielding phase of the waits that spin, yield, then sleep ([`yield_until`]).
 
 use crate::sys;
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -50,4 +51,23 @@ pub(crate) fn ticket_release(serving: &AtomicU32, sleepers: &AtomicU32) {
         let _e = sys::ErrnoGuard::new();
         sys::futex_wake(serving, i32::MAX);
     }
+}
+
+/// How long a waiter whose wait usually ends within microseconds yields the CPU (which the
+/// thread it waits for may need) before it sleeps on a futex: a full-mode replay's turn
+/// (`leap::wait_turn`), the models' lock `G` and their replay steps (`model`). Sleeping at once
+/// made every hand-over a futex sleep and wake-up on both sides.
+pub(crate) const YIELD_FOR_NS: u64 = 100_000;
+
+/// Yield until `done()` holds or [`YIELD_FOR_NS`] passed; whether `done()` held.
+#[inline(always)]
+pub(crate) fn yield_until(done: impl Fn() -> bool) -> bool {
+    let since = sys::now_ns();
+    while sys::now_ns() - since < YIELD_FOR_NS {
+        if done() {
+            return true;
+        }
+        sys::yield_now();
+    }
+    false
 }
