@@ -77,11 +77,16 @@ fn print_recording(h: &reprise_trace::Header, loaded: crate::replay::Loaded, rec
             .clone()
             .filter(|p| reprise_proto::held_mark(p.value).is_some())
             .count();
+        // Answers forwarded from inside an access (`EDGE_AFTER`): a refinement of their edge.
+        let after = edges
+            .clone()
+            .filter(|p| reprise_proto::edge_after(p.value).is_some())
+            .count();
         println!(
-            "threads: {}   events: {}   ownership edges: {}   held-granule marks: {marks}",
+            "threads: {}   events: {}   ownership edges: {} ({after} forwarded)   held-granule marks: {marks}",
             rec.nthreads(),
             events,
-            edges.count() - marks,
+            edges.count() - marks - after,
         );
     } else {
         println!(

@@ -325,3 +325,29 @@ mod flag_bits {
         }
     }
 }
+
+#[cfg(test)]
+mod edge_entries {
+    use super::*;
+    use crate::MAX_THREADS;
+
+    /// An edge list's three kinds of entry are told apart: an edge from a real thread, a held
+    /// granules mark and an `EDGE_AFTER` refinement, each read back with what it packed.
+    #[test]
+    fn edges_marks_and_refinements_are_distinct() {
+        let edge = edge_source(MAX_THREADS as u32 - 1, (1 << EDGE_EVENT_BITS) - 1);
+        assert_eq!(held_mark(edge), None);
+        assert_eq!(edge_after(edge), None);
+        assert_eq!(
+            edge_source_parts(edge),
+            (MAX_THREADS as u32 - 1, (1 << EDGE_EVENT_BITS) - 1)
+        );
+        let after = EDGE_AFTER | 12_345;
+        assert_eq!(edge_after(after), Some(12_345));
+        assert_eq!(held_mark(after), None);
+        assert!(edge_source_parts(after).0 as usize >= MAX_THREADS);
+        let mark = EDGE_RELEASE | 7;
+        assert_eq!(edge_after(mark), None);
+        assert_eq!(held_mark(mark), Some((7, true)));
+    }
+}
