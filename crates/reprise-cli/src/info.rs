@@ -72,21 +72,11 @@ fn print_recording(h: &reprise_trace::Header, loaded: crate::replay::Loaded, rec
         )
     };
     if h.strategy == "ownership" {
-        let edges = rec.threads.values().flat_map(|t| &t.edges);
-        let marks = edges
-            .clone()
-            .filter(|p| reprise_proto::held_mark(p.value).is_some())
-            .count();
-        // Answers forwarded from inside an access (`EDGE_AFTER`): a refinement of their edge.
-        let after = edges
-            .clone()
-            .filter(|p| reprise_proto::edge_after(p.value).is_some())
-            .count();
+        let (edges, after, marks) = edge_counts(&rec);
         println!(
-            "threads: {}   events: {}   ownership edges: {} ({after} forwarded)   held-granule marks: {marks}",
+            "threads: {}   events: {}   ownership edges: {edges} ({after} forwarded)   held-granule marks: {marks}",
             rec.nthreads(),
             events,
-            edges.count() - marks - after,
         );
     } else {
         println!(
@@ -217,6 +207,21 @@ fn print_records(rec: &crate::recording::Recording) {
             println!("  digest at event {}: {:#018x}", p.event, p.value);
         }
     }
+}
+
+/// An ownership recording's edge lists: (edges, `EDGE_AFTER` refinements of an edge by an
+/// answer forwarded from inside an access, held-granule marks).
+fn edge_counts(rec: &crate::recording::Recording) -> (usize, usize, usize) {
+    let entries = rec.threads.values().flat_map(|t| &t.edges);
+    let marks = entries
+        .clone()
+        .filter(|p| reprise_proto::held_mark(p.value).is_some())
+        .count();
+    let after = entries
+        .clone()
+        .filter(|p| reprise_proto::edge_after(p.value).is_some())
+        .count();
+    (entries.count() - marks - after, after, marks)
 }
 
 /// Name of an x86_64 system call number (the common ones).
