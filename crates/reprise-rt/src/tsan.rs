@@ -192,16 +192,25 @@ pub extern "C" fn __tsan_ignore_thread_begin() {}
 #[no_mangle]
 pub extern "C" fn __tsan_ignore_thread_end() {}
 
+/// `Settled`: what the access callbacks return, though the compiler declares them `void`: 0 in
+/// `%rax`. A callback may be the last call of a function the program declares `void` and calls
+/// through a pointer to a function returning a value, whose "result" is then whatever the
+/// callback left in `%rax`: a pointer into the runtime's own state, which differs between record
+/// and replay (their paths differ). x264's thread pool stores `job->ret = job->func(job->arg)`
+/// for a `void` `read_frame_thread_int` ending in `__tsan_write4`, and its main thread reads
+/// `job->ret`: every ownership replay of x264 diverged there. One `xor` per callback.
+type Settled = usize;
+
 macro_rules! plain {
     ($($n:literal $f:ident: $r:ident $w:ident $ur:ident $uw:ident $vr:ident $vw:ident $rw:ident $urw:ident;)*) => {$(
-        #[no_mangle] pub extern "C" fn $r(a: *mut c_void) { $f(a as usize, $n, kind::READ) }
-        #[no_mangle] pub extern "C" fn $w(a: *mut c_void) { $f(a as usize, $n, kind::WRITE) }
-        #[no_mangle] pub extern "C" fn $ur(a: *mut c_void) { $f(a as usize, $n, kind::READ) }
-        #[no_mangle] pub extern "C" fn $uw(a: *mut c_void) { $f(a as usize, $n, kind::WRITE) }
-        #[no_mangle] pub extern "C" fn $vr(a: *mut c_void) { $f(a as usize, $n, kind::READ) }
-        #[no_mangle] pub extern "C" fn $vw(a: *mut c_void) { $f(a as usize, $n, kind::WRITE) }
-        #[no_mangle] pub extern "C" fn $rw(a: *mut c_void) { $f(a as usize, $n, kind::WRITE) }
-        #[no_mangle] pub extern "C" fn $urw(a: *mut c_void) { $f(a as usize, $n, kind::WRITE) }
+        #[no_mangle] pub extern "C" fn $r(a: *mut c_void) -> Settled { $f(a as usize, $n, kind::READ); 0 }
+        #[no_mangle] pub extern "C" fn $w(a: *mut c_void) -> Settled { $f(a as usize, $n, kind::WRITE); 0 }
+        #[no_mangle] pub extern "C" fn $ur(a: *mut c_void) -> Settled { $f(a as usize, $n, kind::READ); 0 }
+        #[no_mangle] pub extern "C" fn $uw(a: *mut c_void) -> Settled { $f(a as usize, $n, kind::WRITE); 0 }
+        #[no_mangle] pub extern "C" fn $vr(a: *mut c_void) -> Settled { $f(a as usize, $n, kind::READ); 0 }
+        #[no_mangle] pub extern "C" fn $vw(a: *mut c_void) -> Settled { $f(a as usize, $n, kind::WRITE); 0 }
+        #[no_mangle] pub extern "C" fn $rw(a: *mut c_void) -> Settled { $f(a as usize, $n, kind::WRITE); 0 }
+        #[no_mangle] pub extern "C" fn $urw(a: *mut c_void) -> Settled { $f(a as usize, $n, kind::WRITE); 0 }
     )*};
 }
 // A 16-byte access is a ranged one: it folds its kind, never its bytes. It is a struct copy
@@ -218,24 +227,28 @@ plain! {
 }
 
 #[no_mangle]
-pub extern "C" fn __tsan_read_range(a: *mut c_void, n: usize) {
+pub extern "C" fn __tsan_read_range(a: *mut c_void, n: usize) -> Settled {
     if n > 0 {
         on_range(a as usize, n, kind::READ)
     }
+    0
 }
 #[no_mangle]
-pub extern "C" fn __tsan_write_range(a: *mut c_void, n: usize) {
+pub extern "C" fn __tsan_write_range(a: *mut c_void, n: usize) -> Settled {
     if n > 0 {
         on_range(a as usize, n, kind::WRITE)
     }
+    0
 }
 #[no_mangle]
-pub extern "C" fn __tsan_vptr_update(a: *mut *mut c_void, _new: *mut c_void) {
-    on_access(a as usize, 8, kind::WRITE)
+pub extern "C" fn __tsan_vptr_update(a: *mut *mut c_void, _new: *mut c_void) -> Settled {
+    on_access(a as usize, 8, kind::WRITE);
+    0
 }
 #[no_mangle]
-pub extern "C" fn __tsan_vptr_read(a: *mut *mut c_void) {
-    on_access(a as usize, 8, kind::READ)
+pub extern "C" fn __tsan_vptr_read(a: *mut *mut c_void) -> Settled {
+    on_access(a as usize, 8, kind::READ);
+    0
 }
 #[no_mangle]
 pub extern "C" fn __tsan_atomic_thread_fence(_mo: i32) {
