@@ -40,6 +40,7 @@ void reprise_shim_cancel_cleanup(struct cancel_guard *g)
  * (cancel.rs says how a cancellation is recorded and replayed). */
 #include <semaphore.h>
 extern void *reprise_thread_begin(void *slot, void **arg);
+extern void reprise_scrub_stack(void);
 extern void reprise_thread_finish(void);
 extern void reprise_pthread_exit_begin(void);
 
@@ -54,6 +55,9 @@ void *reprise_trampoline(void *slot)
 {
     void *arg;
     void *(*start)(void *) = (void *(*)(void *))reprise_thread_begin(slot, &arg);
+    /* What the runtime's start of the thread left on its stack differs between record and
+     * replay: zeroed before the program's frames lie over it. */
+    reprise_scrub_stack();
     struct end_guard g __attribute__((cleanup(thread_finish_cleanup))) = {0};
     void *r = start(arg);
     g.returned = 1;

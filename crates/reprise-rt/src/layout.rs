@@ -37,6 +37,9 @@ pub const HEAP_STARTS_WIN: u64 = HEAP_WIN / 128;
 pub const STACKS_ADDR: u64 = 0x6100_0000_0000;
 /// Size of one stack window.
 pub const STACK_WIN: u64 = 1 << 28;
+/// The top of each stack window: the thread's runtime stack (`rtstack`), this many bytes (a
+/// guard page included); the program's stack gets the rest of the window, from its bottom.
+pub const RT_STACK: u64 = 1 << 18;
 
 /// Whether `addr` lies on a thread's stack: a stack window, or the main thread's stack when
 /// the caller runs on it (between its frame and where the kernel started it). Stack bytes a

@@ -41,6 +41,7 @@ pub mod ownership;
 pub mod preload;
 pub mod ralloc;
 pub mod real;
+pub mod rtstack;
 pub mod signals;
 pub mod slot;
 pub mod state;

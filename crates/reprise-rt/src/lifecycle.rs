@@ -69,6 +69,7 @@ fn after_init_inner() {
         // SAFETY: the main thread's own slot.
         let th = unsafe { &mut *t };
         access::log_start(th);
+        crate::rtstack::prepare(th);
         crate::sud::enable(th);
     }
 }
@@ -76,7 +77,7 @@ fn after_init_inner() {
 /// A stack for thread `id` of `size` bytes (plus a guard page) in its fixed window.
 pub fn stack_window(id: u32, size: usize) -> Option<u64> {
     let size = (size as u64).next_multiple_of(4096);
-    if size + 4096 > STACK_WIN {
+    if size + 4096 > STACK_WIN - RT_STACK {
         return None;
     }
     let base = STACKS_ADDR + id as u64 * STACK_WIN;

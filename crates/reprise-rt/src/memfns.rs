@@ -17,14 +17,17 @@ use core::ffi::c_void;
 /// memcmp/bcmp (`cmp`): two ranged reads, `dst` and `src`, folding their kind, not their
 /// bytes (the comparison may stop at the first difference: the program never reads the rest,
 /// which another thread may be writing).
-fn ranged(dst: usize, src: usize, n: usize, cmp: bool) {
+///
+/// Runs on the thread's runtime stack (`rtstack::run`): `stack_src`, whether the source lies on
+/// a stack, is asked by the caller, on the program's stack (`layout::on_a_stack` tells the main
+/// thread's stack by where the caller runs).
+fn ranged(dst: usize, src: usize, n: usize, cmp: bool, stack_src: bool) {
     if n == 0 {
         return;
     }
     let Some(mut e) = enter() else { return };
     let t = e.t();
     // A copy out of a stack folds its kind (see the ownership case).
-    let stack_src = src != 0 && crate::layout::on_a_stack(src);
     match crate::state::strategy() {
         Strategy::Ownership => {
             let ranges = [(dst, n, !cmp), (src, if src != 0 { n } else { 0 }, false)];
@@ -159,7 +162,8 @@ unsafe fn copy(
             unsafe { small_copy(d, s, n) };
             return d;
         }
-        ranged(d as usize, s as usize, n, false);
+        let stack_src = crate::layout::on_a_stack(s as usize);
+        crate::rtstack::run(|| ranged(d as usize, s as usize, n, false, stack_src));
     }
     // SAFETY: the caller's contract.
     unsafe { real(d, s, n) }
@@ -186,7 +190,7 @@ pub unsafe extern "C" fn __wrap_memset(d: *mut c_void, c: i32, n: usize) -> *mut
         if n <= SMALL {
             crate::tsan::__tsan_write_range(d, n);
         } else {
-            ranged(d as usize, 0, n, false);
+            crate::rtstack::run(|| ranged(d as usize, 0, n, false, false));
         }
     }
     // SAFETY: the caller's memset contract.
@@ -207,7 +211,7 @@ unsafe fn compare(
             // SAFETY: the caller's contract.
             return unsafe { small_compare(a, b, n, real) };
         }
-        ranged(a as usize, b as usize, n, true);
+        crate::rtstack::run(|| ranged(a as usize, b as usize, n, true, false));
     }
     // SAFETY: the caller's contract.
     unsafe { real(a, b, n) }

@@ -290,6 +290,8 @@ pub struct Thread {
     pub start_fn: usize,
     /// See `start_fn`.
     pub start_arg: usize,
+    /// The top of the thread's runtime stack (`rtstack`), 0 when it has none.
+    pub rt_stack: u64,
     /// Stripes held by a ranged access.
     pub multi: [u64; STRIPES / 64],
     /// Words of `multi` that may have bits set: `[multi_lo, multi_hi)`.

@@ -46,6 +46,7 @@ pub unsafe extern "C" fn reprise_thread_begin(slot: *mut c_void, arg: *mut *mut 
         .ktid
         .store(crate::sys::gettid(), Ordering::Relaxed);
     access::log_start(th);
+    crate::rtstack::prepare(th);
     crate::sud::enable(th);
     unsafe { *arg = th.start_arg as *mut c_void };
     th.start_fn

@@ -83,7 +83,15 @@ fn slow(addr: usize, size: usize, k: u64, fixed: bool) {
     if crate::state::mode() == crate::state::M_OFF {
         return;
     }
-    slow_access(addr, size, k, fixed)
+    // On the thread's runtime stack: see `rtstack`.
+    if !crate::rtstack::switch_call(slow_access_c, addr, size, k | u64::from(fixed) << 63) {
+        slow_access(addr, size, k, fixed)
+    }
+}
+
+/// [`slow_access`] with the C ABI [`crate::rtstack::call`] calls (`fixed` in `kf`'s top bit).
+extern "C" fn slow_access_c(addr: usize, size: usize, kf: u64) {
+    slow_access(addr, size, kf & !(1 << 63), kf >> 63 != 0)
 }
 
 /// The strategy seam: each strategy's per-access slow path, chosen by the strategy fixed at
@@ -141,6 +149,12 @@ fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R
             .set(ownership::fold(t.digest.get(), v as u64 ^ (v >> 64) as u64));
         return r;
     }
+    // On the thread's runtime stack: see `rtstack`.
+    crate::rtstack::run(|| atomic_slow(addr, size, op))
+}
+
+/// [`atomic`]'s slow path.
+fn atomic_slow<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R) -> R {
     let Some(mut e) = enter() else { return op() };
     let t = e.t();
     match crate::state::strategy() {
@@ -182,6 +196,7 @@ pub extern "C" fn __tsan_init() {
     if crate::state::mode() == crate::state::M_UNINIT {
         crate::state::init();
     }
+    crate::rtstack::reprise_scrub_stack();
 }
 #[no_mangle]
 pub extern "C" fn __tsan_func_entry(_pc: *mut c_void) {}
