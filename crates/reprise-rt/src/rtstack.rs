@@ -39,42 +39,11 @@ pub fn prepare(t: &mut Thread) {
 
 /// Call `f(a, b, c)` on the current thread's runtime stack, or directly when it has none or
 /// already runs on it (a program's signal handler the runtime delivered, whose callbacks
-/// reach the slow path again). Never inlined: inside a callback, the switch's register
-/// clobbers made every callback save a register in its prologue, fast path included (fft
-/// recorded 16% slower).
+/// reach the slow path again). Never inlined (see [`switch_call`], the inlined form).
 #[inline(never)]
 pub fn call(f: extern "C" fn(usize, usize, u64), a: usize, b: usize, c: u64) {
-    let t = crate::state::cur();
-    // SAFETY: `cur` is this thread's own slot (or null); only this thread reads `rt_stack`.
-    let top = if t.is_null() {
-        0
-    } else {
-        unsafe { (*t).rt_stack }
-    };
-    let here = 0u8;
-    let sp = core::ptr::addr_of!(here) as u64;
-    if top == 0 || (top - RT_STACK..top).contains(&sp) {
-        return f(a, b, c);
-    }
-    // SAFETY: `top` is the 16-aligned top of this thread's mapped runtime stack, which nothing
-    // else uses while the thread runs outside it; the old stack pointer is kept in r12
-    // (callee-saved, so `f` preserves it) and restored after the call; `f` follows the C ABI
-    // (every caller-saved register clobbered, declared), and the call finds the stack aligned
-    // as the ABI wants (16 bytes before the `call`).
-    unsafe {
-        core::arch::asm!(
-            "mov r12, rsp",
-            "mov rsp, {top}",
-            "call {f}",
-            "mov rsp, r12",
-            top = in(reg) top,
-            f = in(reg) f,
-            in("rdi") a,
-            in("rsi") b,
-            in("rdx") c,
-            out("r12") _,
-            clobber_abi("C"),
-        );
+    if !switch_call(f, a, b, c) {
+        f(a, b, c);
     }
 }
 
@@ -149,11 +118,14 @@ const SCRUB: u64 = 64 << 10;
 /// left alone): what the runtime's start-up left there (its initialisation on the main thread,
 /// `reprise_thread_begin` on another), which differs between record and replay, before the
 /// program's first frame lies over it. Called by `__tsan_init` and the thread trampoline, once
-/// per thread.
+/// per thread. Up to the stack pointer itself, with `rep stosb` (a call of `memset` would
+/// leave its own frame's gap unzeroed, and `ptr::write_bytes` is a call of the wrapped
+/// `memset`, an event of the program's).
 #[no_mangle]
 pub extern "C" fn reprise_scrub_stack() {
-    let here = 0u8;
-    let sp = core::ptr::addr_of!(here) as u64;
+    let sp: u64;
+    // SAFETY: reads the stack pointer.
+    unsafe { core::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, preserves_flags)) };
     let t = crate::state::cur();
     // SAFETY: this thread's own slot, or null.
     let tid = if t.is_null() {
@@ -161,7 +133,6 @@ pub extern "C" fn reprise_scrub_stack() {
     } else {
         unsafe { (*t).tid }
     };
-    let top = sp.saturating_sub(512);
     let in_window = sp.wrapping_sub(STACKS_ADDR) < crate::layout::MAX_THREADS as u64 * STACK_WIN;
     let low = if in_window {
         STACKS_ADDR + (sp - STACKS_ADDR) / STACK_WIN * STACK_WIN + 4096
@@ -170,12 +141,19 @@ pub extern "C" fn reprise_scrub_stack() {
     } else {
         return;
     };
-    let from = top.saturating_sub(SCRUB).max(low);
-    if from >= top {
-        return;
+    let from = sp.saturating_sub(SCRUB).max(low);
+    // SAFETY: `[from, rsp)` lies below this frame and above the stack's guard page: dead bytes
+    // of this thread's stack (no `nostack`: the compiler keeps nothing in the red zone across
+    // this); clobbers rdi, rcx, rax (declared); the direction flag is clear (ABI).
+    unsafe {
+        core::arch::asm!(
+            "mov rcx, rsp",
+            "sub rcx, rdi",
+            "xor eax, eax",
+            "rep stosb",
+            inout("rdi") from => _,
+            out("rcx") _,
+            out("rax") _,
+        );
     }
-    // SAFETY: `[from, top)` lies below this frame (512 bytes below it: this function's own
-    // and the fill's frames stay clear of it) and above the stack's guard page: dead bytes of
-    // this thread's stack.
-    unsafe { core::ptr::write_bytes(from as *mut u8, 0, (top - from) as usize) };
 }
