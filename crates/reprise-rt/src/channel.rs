@@ -42,6 +42,9 @@ pub fn send(frame: &[u8]) {
     unlock();
 }
 
+/// Words of the program's stack [`send_stack`] adds when the thread runs on its runtime stack.
+const PROGRAM_WORDS: usize = 16;
+
 /// Send the code addresses of this thread's stack for a report ([`F_STACK`]): `first` (a
 /// fault's instruction) and then the return addresses glibc's `backtrace` finds (the unwinder
 /// was loaded at start, so it allocates nothing now). Only on the way to the process's end
@@ -60,6 +63,17 @@ pub fn send_stack(tid: u32, what: u32, first: Option<u64>) {
     // SAFETY: `backtrace` writes at most the given count of entries into the buffer's rest.
     let got = unsafe { backtrace(pcs.as_mut_ptr().add(n), (STACK_MAX - n) as libc::c_int) };
     n += got.max(0) as usize;
+    // On the runtime stack (`rtstack`) the unwind ends at the switch: the words at the top of
+    // the program's stack follow, its callback's return address into the program among them
+    // (the launcher names the first that is the program's code).
+    if let Some(sp) = crate::rtstack::program_sp() {
+        for i in 0..PROGRAM_WORDS.min(STACK_MAX - n) {
+            // SAFETY: the program's stack at its pointer when the thread switched, mapped (a
+            // thread's stack has its descriptor above it, the main thread's its environment).
+            pcs[n] = unsafe { *((sp + 8 * i as u64) as *const *mut libc::c_void) };
+            n += 1;
+        }
+    }
     let mut frame = [0u8; FRAME_HDR + 8 + 8 * STACK_MAX];
     put_frame_header(&mut frame, F_STACK, 8 + 8 * n);
     frame[FRAME_HDR..FRAME_HDR + 4].copy_from_slice(&tid.to_le_bytes());

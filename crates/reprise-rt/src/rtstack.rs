@@ -157,3 +157,25 @@ pub extern "C" fn reprise_scrub_stack() {
         );
     }
 }
+
+/// The program's stack pointer when the current thread switched to its runtime stack
+/// ([`switch_call`] keeps it in the stack's top word), or None when it does not run on it.
+pub fn program_sp() -> Option<u64> {
+    let t = crate::state::cur();
+    // SAFETY: `cur` is this thread's own slot (or null).
+    let top = if t.is_null() {
+        0
+    } else {
+        unsafe { (*t).rt_stack }
+    };
+    let sp: u64;
+    // SAFETY: reads the stack pointer.
+    unsafe {
+        core::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags))
+    };
+    if top == 0 || !(top - RT_STACK..top).contains(&sp) {
+        return None;
+    }
+    // SAFETY: the top word of this thread's mapped runtime stack, written by the switch.
+    Some(unsafe { *((top - 8) as *const u64) })
+}
