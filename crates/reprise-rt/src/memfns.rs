@@ -163,6 +163,8 @@ unsafe fn copy(
             return d;
         }
         let stack_src = crate::layout::on_a_stack(s as usize);
+        // The ranged path reads the source it folds: a bad one faults here (see `rtstack::touch`).
+        crate::rtstack::touch(s as usize);
         crate::rtstack::run(|| ranged(d as usize, s as usize, n, false, stack_src));
     }
     // SAFETY: the caller's contract.

@@ -179,3 +179,13 @@ pub fn program_sp() -> Option<u64> {
     // SAFETY: the top word of this thread's mapped runtime stack, written by the switch.
     Some(unsafe { *((top - 8) as *const u64) })
 }
+
+/// Read one byte at `addr` on the program's stack, before a slow path that reads it on the
+/// runtime stack: a bad address faults in the callback, where a debugger's backtrace (gdb's,
+/// glibc's) reaches the program's frames; from the runtime stack it stops at the switch.
+#[inline(always)]
+pub fn touch(addr: usize) {
+    // SAFETY: the program accesses `addr` right after the callback (a valid address reads
+    // harmlessly; an invalid one faults, as the program's own access would).
+    unsafe { core::ptr::read_volatile(addr as *const u8) };
+}

@@ -83,6 +83,12 @@ fn slow(addr: usize, size: usize, k: u64, fixed: bool) {
     if crate::state::mode() == crate::state::M_OFF {
         return;
     }
+    if k == kind::READ && fixed {
+        // The slow path reads the value it folds: a bad address faults here, on the program's
+        // stack, where a debugger's backtrace reaches the program (from the runtime stack it
+        // stops at the switch), as the program's own access would right after.
+        crate::rtstack::touch(addr);
+    }
     // On the thread's runtime stack: see `rtstack`.
     if !crate::rtstack::switch_call(slow_access_c, addr, size, k | u64::from(fixed) << 63) {
         slow_access(addr, size, k, fixed)
@@ -149,7 +155,8 @@ fn atomic<R: Copy + Into<u128>>(addr: usize, size: usize, op: impl FnOnce() -> R
             .set(ownership::fold(t.digest.get(), v as u64 ^ (v >> 64) as u64));
         return r;
     }
-    // On the thread's runtime stack: see `rtstack`.
+    // On the thread's runtime stack (see `rtstack`), a bad address faulting here first.
+    crate::rtstack::touch(addr);
     crate::rtstack::run(|| atomic_slow(addr, size, op))
 }
 
