@@ -47,13 +47,21 @@ pub fn call(f: extern "C" fn(usize, usize, u64), a: usize, b: usize, c: u64) {
     }
 }
 
-/// [`call`] inlined into an access callback, which must write nothing on the program's stack
-/// that its fast path does not (the callback's own frame is the same on both paths): the old
-/// stack pointer is kept at the top of the runtime stack, not in a register the callback would
-/// have to save in its prologue (that cost fft 16% of its recording), and no local is spilled.
-/// Returns false, having done nothing, when the thread has no runtime stack or runs on it.
+/// The stack pointer.
 #[inline(always)]
-pub fn switch_call(f: extern "C" fn(usize, usize, u64), a: usize, b: usize, c: u64) -> bool {
+fn sp() -> u64 {
+    let sp: u64;
+    // SAFETY: reads the stack pointer.
+    unsafe {
+        core::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags))
+    };
+    sp
+}
+
+/// The top of the current thread's runtime stack (0: it has none), and whether the thread runs
+/// on it now.
+#[inline(always)]
+fn where_now() -> (u64, bool) {
     let t = crate::state::cur();
     // SAFETY: `cur` is this thread's own slot (or null); only this thread reads `rt_stack`.
     let top = if t.is_null() {
@@ -61,12 +69,18 @@ pub fn switch_call(f: extern "C" fn(usize, usize, u64), a: usize, b: usize, c: u
     } else {
         unsafe { (*t).rt_stack }
     };
-    let sp: u64;
-    // SAFETY: reads the stack pointer.
-    unsafe {
-        core::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags))
-    };
-    if top == 0 || (top - RT_STACK..top).contains(&sp) {
+    (top, top != 0 && (top - RT_STACK..top).contains(&sp()))
+}
+
+/// [`call`] inlined into an access callback, which must write nothing on the program's stack
+/// that its fast path does not (the callback's own frame is the same on both paths): the old
+/// stack pointer is kept at the top of the runtime stack, not in a register the callback would
+/// have to save in its prologue (that cost fft 16% of its recording), and no local is spilled.
+/// Returns false, having done nothing, when the thread has no runtime stack or runs on it.
+#[inline(always)]
+pub fn switch_call(f: extern "C" fn(usize, usize, u64), a: usize, b: usize, c: u64) -> bool {
+    let (top, on_it) = where_now();
+    if top == 0 || on_it {
         return false;
     }
     // SAFETY: `top` is the 16-aligned top of this thread's mapped runtime stack, unused while
@@ -123,9 +137,7 @@ const SCRUB: u64 = 64 << 10;
 /// `memset`, an event of the program's).
 #[no_mangle]
 pub extern "C" fn reprise_scrub_stack() {
-    let sp: u64;
-    // SAFETY: reads the stack pointer.
-    unsafe { core::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, preserves_flags)) };
+    let sp = sp();
     let t = crate::state::cur();
     // SAFETY: this thread's own slot, or null.
     let tid = if t.is_null() {
@@ -161,19 +173,8 @@ pub extern "C" fn reprise_scrub_stack() {
 /// The program's stack pointer when the current thread switched to its runtime stack
 /// ([`switch_call`] keeps it in the stack's top word), or None when it does not run on it.
 pub fn program_sp() -> Option<u64> {
-    let t = crate::state::cur();
-    // SAFETY: `cur` is this thread's own slot (or null).
-    let top = if t.is_null() {
-        0
-    } else {
-        unsafe { (*t).rt_stack }
-    };
-    let sp: u64;
-    // SAFETY: reads the stack pointer.
-    unsafe {
-        core::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags))
-    };
-    if top == 0 || !(top - RT_STACK..top).contains(&sp) {
+    let (top, on_it) = where_now();
+    if !on_it {
         return None;
     }
     // SAFETY: the top word of this thread's mapped runtime stack, written by the switch.
