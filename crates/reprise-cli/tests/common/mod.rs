@@ -238,7 +238,7 @@ pub fn record(w: &Work, bin: &str, args: &[String], trace: &str, extra: &[&str])
     record_with(w, w.cmd(), bin, args, trace, extra)
 }
 
-/// [`record`] with every thread of the recording on CPU 0 (`taskset -c 0`): each thread runs
+/// [`record`] with every thread of the recording on one CPU (`taskset`): each thread runs
 /// only while the others are preempted.
 pub fn record_on_one_cpu(
     w: &Work,
@@ -247,12 +247,23 @@ pub fn record_on_one_cpu(
     trace: &str,
     extra: &[&str],
 ) -> Recorded {
+    record_with(w, on_one_cpu(w), bin, args, trace, extra)
+}
+
+/// `taskset -c N reprise` in `w`: every thread of the run on one CPU. Successive calls take
+/// the CPUs in turn, so that tests running in parallel (each pinning its runs) do not all
+/// queue on CPU 0 while the others idle.
+fn on_one_cpu(w: &Work) -> Command {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpu = NEXT.fetch_add(1, Ordering::Relaxed) % cpus;
     let mut c = Command::new("taskset");
     c.current_dir(w.dir.path())
         .env("REPRISE_TRACE_DIR", w.path("traces"))
-        .args(["-c", "0"])
+        .args(["-c", &cpu.to_string()])
         .arg(reprise());
-    record_with(w, c, bin, args, trace, extra)
+    c
 }
 
 fn record_with(
@@ -311,13 +322,7 @@ pub enum How {
 /// Replay and assert it is verified with the recording's output and status.
 pub fn replay_verified(w: &Work, r: &Recorded, how: How) {
     let c = match how {
-        How::OneCpu => {
-            let mut c = Command::new("taskset");
-            c.current_dir(w.dir.path())
-                .env("REPRISE_TRACE_DIR", w.path("traces"));
-            c.args(["-c", "0"]).arg(reprise());
-            c
-        }
+        How::OneCpu => on_one_cpu(w),
         _ => w.cmd(),
     };
     let mut c = c;
