@@ -154,17 +154,37 @@ pub extern "C" fn reprise_scrub_stack() {
         return;
     };
     let from = sp.saturating_sub(SCRUB).max(low);
+    // The main thread's stack may not be mapped that far down yet: it grows on a fault at the
+    // stack pointer, and not on every kernel (nor under valgrind, which extends a stack only for
+    // a fault within its red zone below the stack pointer: the runtime's first fault there ended
+    // every recording made under callgrind at "event 0") on one 64 KiB below it. So the stack
+    // pointer first walks down a page at a time, touching each page, as a compiler's stack
+    // probes do, then the bytes are zeroed from the bottom up.
     // SAFETY: `[from, rsp)` lies below this frame and above the stack's guard page: dead bytes
     // of this thread's stack (no `nostack`: the compiler keeps nothing in the red zone across
-    // this); clobbers rdi, rcx, rax (declared); the direction flag is clear (ABI).
+    // this). The stack pointer moves only within that range and is restored before the
+    // zeroing (a signal arriving meanwhile lands below it, in bytes zeroed after); clobbers
+    // rdi, rcx, rdx, rax (declared); the direction flag is clear (ABI).
     unsafe {
         core::arch::asm!(
+            "mov rdx, rsp",
+            "2:",
+            "sub rsp, 4096",
+            "cmp rsp, rdi",
+            "jb 3f",
+            "mov byte ptr [rsp], 0",
+            "jmp 2b",
+            "3:",
+            "mov rsp, rdi",
+            "mov byte ptr [rsp], 0",
+            "mov rsp, rdx",
             "mov rcx, rsp",
             "sub rcx, rdi",
             "xor eax, eax",
             "rep stosb",
             inout("rdi") from => _,
             out("rcx") _,
+            out("rdx") _,
             out("rax") _,
         );
     }
