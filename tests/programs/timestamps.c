@@ -3,13 +3,18 @@
  * thread, then measures a usleep(2000) with each clock.  Also what the machine
  * looks like: free memory (sysinfo, sysconf), the CPUs the thread may run on
  * (sched_getaffinity: one in a replay pinned to a CPU) and a resource limit;
- * timespec_get (the clock read inside libc), getrusage and getloadavg.
+ * timespec_get (the clock read inside libc), getrusage and getloadavg; the
+ * free space and files of the file system holding the current directory
+ * (statvfs, fstatvfs, statfs, fstatfs: they move as soon as anything writes).
  * Every value varies run to run; a faithful replay must reproduce them. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/sysinfo.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/time.h>
@@ -86,5 +91,16 @@ int main(void)
     printf("timespec_get %lld.%09ld; cpu %ld.%06ld s user %ld.%06ld s system; load %d %.4f %.4f %.4f\n",
            (long long)tg.tv_sec, tg.tv_nsec, (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec,
            (long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec, nl, load[0], load[1], load[2]);
+    /* The file system's free space and files, four ways. */
+    struct statvfs v, fv;
+    struct statfs f, ff;
+    int dir = open(".", O_RDONLY | O_DIRECTORY);
+    if (dir < 0 || statvfs(".", &v) != 0 || fstatvfs(dir, &fv) != 0 || statfs(".", &f) != 0 || fstatfs(dir, &ff) != 0)
+        return 1;
+    close(dir);
+    printf("file system: %llu/%llu blocks free, %llu files free; fstatvfs %llu; statfs %llu %llu; fstatfs %llu\n",
+           (unsigned long long)v.f_bavail, (unsigned long long)v.f_bfree, (unsigned long long)v.f_ffree,
+           (unsigned long long)fv.f_bavail, (unsigned long long)f.f_bavail, (unsigned long long)f.f_ffree,
+           (unsigned long long)ff.f_bavail);
     return 0;
 }

@@ -289,6 +289,26 @@ both_compilers!(
 
 /// The runtime archive defines no name of libc or libstdc++ strongly: a program may
 /// define any of them itself (its definition then wins), as with those libraries alone.
+/// The file system's free space and files are recorded results (lrzip checks its output's file
+/// system for room before it writes, and every replay diverged there): `timestamps` prints them
+/// four ways (`statvfs`, `fstatvfs`, `statfs`, `fstatfs`); 4 MiB written and synced and a file
+/// made between the recording and its replay move them, and the replay must print the
+/// recording's values, in full mode and in sync mode.
+#[test]
+fn free_space_asked_of_the_file_system_replays_as_recorded() {
+    use std::io::Write as _;
+    let p = program("timestamps");
+    let w = Work::new();
+    for bin in [w.build(&p, "gcc"), w.build_plain(&p)] {
+        let r = record(&w, &bin, &p.args, &format!("{bin}.trace"), &[]);
+        assert_eq!(r.status, 0, "{}", String::from_utf8_lossy(&r.stderr));
+        let mut f = std::fs::File::create(w.path(&format!("{bin}.filler"))).unwrap();
+        f.write_all(&vec![1u8; 4 << 20]).unwrap();
+        f.sync_all().unwrap();
+        replay_verified(&w, &r, How::Plain);
+    }
+}
+
 #[test]
 fn runtime_takes_no_library_name_strongly() {
     let archive = reprise().parent().unwrap().join("libreprise_rt.a");

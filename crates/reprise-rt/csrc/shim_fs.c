@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <utime.h>
 
 /* Changes to the file system besides writes (modes, owners, times, names, removal): revocable
@@ -176,6 +178,19 @@ RECORDED_STAT(fstat64, (int fd, struct stat64 *st), (fd, st), st, sizeof(struct 
 RECORDED_STAT(__fxstat64, (int ver, int fd, struct stat64 *st), (ver, fd, st), st, sizeof(struct stat64))
 RECORDED_STAT(__fxstat, (int ver, int fd, struct stat *st), (ver, fd, st), st, sizeof(struct stat))
 
+/* A file system's status (free space, block size, name length): recorded like a file's. Free
+ * space moves between a recording and its replay (the trace itself is being written), and
+ * programs act on it: lrzip checks that its output's file system has room before it compresses
+ * or decompresses to a file, and every replay of that diverged. */
+RECORDED_STAT(statfs, (const char *path, struct statfs *st), (path, st), st, sizeof(struct statfs))
+RECORDED_STAT(fstatfs, (int fd, struct statfs *st), (fd, st), st, sizeof(struct statfs))
+RECORDED_STAT(statfs64, (const char *path, struct statfs64 *st), (path, st), st, sizeof(struct statfs64))
+RECORDED_STAT(fstatfs64, (int fd, struct statfs64 *st), (fd, st), st, sizeof(struct statfs64))
+RECORDED_STAT(statvfs, (const char *path, struct statvfs *st), (path, st), st, sizeof(struct statvfs))
+RECORDED_STAT(fstatvfs, (int fd, struct statvfs *st), (fd, st), st, sizeof(struct statvfs))
+RECORDED_STAT(statvfs64, (const char *path, struct statvfs64 *st), (path, st), st, sizeof(struct statvfs64))
+RECORDED_STAT(fstatvfs64, (int fd, struct statvfs64 *st), (fd, st), st, sizeof(struct statvfs64))
+
 /* Weak, as every libc name a shim file defines (shim_names.c says why). */
 #pragma weak remove
 #pragma weak ftruncate
@@ -225,6 +240,14 @@ RECORDED_STAT(__fxstat, (int ver, int fd, struct stat *st), (ver, fd, st), st, s
 #pragma weak __fxstatat
 #pragma weak __fxstatat64
 #pragma weak statx
+#pragma weak statfs
+#pragma weak fstatfs
+#pragma weak statfs64
+#pragma weak fstatfs64
+#pragma weak statvfs
+#pragma weak fstatvfs
+#pragma weak statvfs64
+#pragma weak fstatvfs64
 #pragma weak readlink
 #pragma weak readlinkat
 #pragma weak chmod
