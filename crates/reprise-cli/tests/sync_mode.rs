@@ -87,6 +87,7 @@ race_free_tests!(
     future_pool,
     // A signal the program sends itself is delivered after its sending (lbzip2 -d).
     self_signal,
+    semaphores,
     // Which thread initialises a C++ local static varies (its output too); only that
     // thread's guard calls are events, so every replay takes the recorded one's.
     local_static

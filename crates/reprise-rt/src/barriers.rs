@@ -66,12 +66,8 @@ unsafe fn sem_acquire(s: *mut sem_t, attempt: impl FnOnce() -> c_int) -> c_int {
     access::safe_point(t);
     if replaying() {
         let r = access::result(t, None) as u32 as i32;
-        if r == 0 && crate::model::active() {
-            model_acquire(t, s.cast(), kind::SEM, || unsafe { real::sem_wait(s) });
-            0
-        } else if r == 0 {
-            take_obj(t, s.cast(), kind::SEM);
-            blocking(t, WAIT_NONE, 0, || unsafe { real::sem_wait(s) });
+        if r == 0 {
+            sem_turn_then_wait(t, s);
             0
         } else {
             unsafe { set_errno(r) };
@@ -92,6 +88,21 @@ unsafe fn sem_acquire(s: *mut sem_t, attempt: impl FnOnce() -> c_int) -> c_int {
         unsafe { set_errno(err) };
         r
     }
+}
+
+/// Replay of a semaphore wait the recording saw succeed: the semaphore's turn, the same event
+/// the recording took once its wait had returned (`take_obj`: a model strategy's `Rmw` of the
+/// semaphore, as `sem_post` takes; a model `Acquire` here, which the recording never logged,
+/// left AggrePlay's replays stuck and TPLAY's diverged), then the real wait, which the posts
+/// ordered before this turn satisfy. A model strategy releases its stripe first: the wait may
+/// block, and the posts it needs hold no event after their turns.
+fn sem_turn_then_wait(t: &mut crate::state::Thread, s: *mut sem_t) {
+    take_obj(t, s.cast(), kind::SEM);
+    if crate::model::active() {
+        crate::leap::release_held(t);
+    }
+    // SAFETY: the caller's semaphore, which the program waits on.
+    blocking(t, WAIT_NONE, 0, || unsafe { real::sem_wait(s) });
 }
 
 /// # Safety
@@ -126,12 +137,8 @@ pub unsafe extern "C" fn reprise_sem_wait_pre(s: *mut sem_t, out: *mut c_int) ->
     let r = access::result(t, None) as u32 as i32;
     // SAFETY: the caller's semaphore and out-slot; this thread's errno.
     unsafe {
-        if r == 0 && crate::model::active() {
-            model_acquire(t, s.cast(), kind::SEM, || real::sem_wait(s));
-            *out = 0;
-        } else if r == 0 {
-            take_obj(t, s.cast(), kind::SEM);
-            blocking(t, WAIT_NONE, 0, || real::sem_wait(s));
+        if r == 0 {
+            sem_turn_then_wait(t, s);
             *out = 0;
         } else {
             set_errno(r);

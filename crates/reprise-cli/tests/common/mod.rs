@@ -513,7 +513,9 @@ macro_rules! acceptance_programs {
             // A signal sent to the pid getpid() gave (the recording's, in replay).
             kill_self,
             // A worker's signal wakes main from sigsuspend; main ends without a join.
-            self_signal
+            self_signal,
+            // Data handed through POSIX semaphores only (waits, polls, timed waits).
+            semaphores
             $(, $more)*
         );
     };
