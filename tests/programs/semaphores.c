@@ -16,7 +16,7 @@
 
 static sem_t ping, pong;
 static long box, reply;
-static int rounds = 400;
+static int rounds = 200;
 
 static void *echo(void *arg)
 {
@@ -33,7 +33,7 @@ static void *echo(void *arg)
 static long ring[SLOTS];
 static int head, tail;
 static sem_t empty, full, idx; /* idx: a semaphore as a binary lock */
-static int items = 600;
+static int items = 300;
 static long sum[2], count[2];
 
 static void *producer(void *arg)
