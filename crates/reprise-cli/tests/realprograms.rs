@@ -287,8 +287,6 @@ both_compilers!(
     stdin_scanf
 );
 
-/// The runtime archive defines no name of libc or libstdc++ strongly: a program may
-/// define any of them itself (its definition then wins), as with those libraries alone.
 /// The file system's free space and files are recorded results (lrzip checks its output's file
 /// system for room before it writes, and every replay diverged there): `timestamps` prints them
 /// four ways (`statvfs`, `fstatvfs`, `statfs`, `fstatfs`); 4 MiB written and synced and a file
@@ -309,6 +307,8 @@ fn free_space_asked_of_the_file_system_replays_as_recorded() {
     }
 }
 
+/// The runtime archive defines no name of libc or libstdc++ strongly: a program may
+/// define any of them itself (its definition then wins), as with those libraries alone.
 #[test]
 fn runtime_takes_no_library_name_strongly() {
     let archive = reprise().parent().unwrap().join("libreprise_rt.a");

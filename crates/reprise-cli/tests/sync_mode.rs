@@ -6,7 +6,7 @@
 //!
 //! The acceptance counts: every data-race-free program of tests/programs and the four
 //! Debian programs recorded 20 times, each recording replayed plainly and pinned to one core
-//! (`taskset -c 0`), both verified; every racy program recorded 20 times, each replay verified
+//! (`taskset`, the CPUs taken in turn), both verified; every racy program recorded 20 times, each replay verified
 //! with the recorded output and status or 125 with the data-race message.
 
 mod common;
