@@ -166,50 +166,162 @@ impl Recorder for AggrePlayRecorder {
     }
 }
 
-/// AggrePlay replay side (algorithm 2).
+/// AggrePlay replay side (algorithm 2): the state keyed by location or lock ([`AggRepLocs`])
+/// and the state of each thread ([`AggRepThread`]). The runtime splits the same two parts over
+/// its model stripes and threads, so threads replay in parallel.
 #[derive(Clone, Debug, Default)]
 pub struct AggrePlayReplayer {
-    w: HashMap<Loc, VecDeque<EventId>>,
-    /// `WR_x` split by reading thread, so each read finds its own pair.
-    wr: HashMap<(Loc, ThreadId), VecDeque<(EventId, EventId)>>,
-    ex: HashMap<ThreadId, VecDeque<ExEntry>>,
-    l: HashMap<LockId, VecDeque<ThreadId>>,
-    counter: HashMap<ThreadId, u64>,
-    /// Own read count per (thread, location): `RC_t'.x[t']`.
-    reads: HashMap<(ThreadId, Loc), u32>,
-    /// `repW_x`'s last element.
-    last_write: HashMap<Loc, EventId>,
+    locs: AggRepLocs,
+    threads: HashMap<ThreadId, AggRepThread>,
 }
 
-impl AggrePlayReplayer {
-    fn next_id(&self, t: ThreadId) -> EventId {
-        EventId::new(t, self.counter.get(&t).copied().unwrap_or(0) + 1)
+/// AggrePlay's replay state keyed by location or lock: every event's condition and step reads
+/// and writes only its own object's entries here (and its own thread's [`AggRepThread`]).
+#[derive(Clone, Debug, Default)]
+pub struct AggRepLocs {
+    locs: HashMap<Loc, LocRep>,
+    l: HashMap<LockId, VecDeque<ThreadId>>,
+}
+
+/// One location's replay state (one hash lookup per event).
+#[derive(Clone, Debug, Default)]
+struct LocRep {
+    /// `W_x`, from the next write on.
+    w: VecDeque<EventId>,
+    /// Read count per thread: `RC_t'.x[t']`.
+    reads: Vec<u32>,
+    /// `repW_x`'s last element.
+    last_write: Option<EventId>,
+}
+
+impl AggRepLocs {
+    /// Take `W_x` over.
+    pub fn insert_writes(&mut self, x: Loc, w: Vec<EventId>) {
+        self.locs.entry(x).or_default().w = w.into();
     }
-    fn check_reads(&self, t: ThreadId, x: Loc) -> bool {
-        match self.ex.get(&t).and_then(|q| q.front()) {
+    /// Take `L_m` over.
+    pub fn insert_lock(&mut self, m: LockId, l: Vec<ThreadId>) {
+        self.l.insert(m, l.into());
+    }
+}
+
+/// AggrePlay's replay state of one thread: its event counter, `EX_t` and its own `WR_x` pairs.
+#[derive(Clone, Debug, Default)]
+pub struct AggRepThread {
+    counter: u64,
+    ex: VecDeque<ExEntry>,
+    /// The `WR_x` pairs whose reads are this thread's, of every location, in the order of
+    /// the reads: a read finds its own pair at the front (`(x, lw, e)`).
+    wr: VecDeque<(Loc, EventId, EventId)>,
+}
+
+/// The per-thread parts of a log's lists: `EX_t` and the `WR_x` pairs each thread reads.
+pub fn thread_parts(
+    ex: BTreeMap<ThreadId, Vec<ExEntry>>,
+    wr: BTreeMap<Loc, Vec<(EventId, EventId)>>,
+) -> HashMap<ThreadId, AggRepThread> {
+    let mut out: HashMap<ThreadId, AggRepThread> = HashMap::default();
+    for (x, v) in wr {
+        for (lw, e) in v {
+            out.entry(e.thread).or_default().wr.push_back((x, lw, e));
+        }
+    }
+    for me in out.values_mut() {
+        me.wr.make_contiguous().sort_unstable_by_key(|p| p.2.index);
+    }
+    for (t, v) in ex {
+        out.entry(t).or_default().ex = v.into();
+    }
+    out
+}
+
+impl AggRepThread {
+    /// The id thread `t`'s next event will have.
+    pub fn next_id(&self, t: ThreadId) -> EventId {
+        EventId::new(t, self.counter + 1)
+    }
+    fn check_reads(&self, loc: Option<&LocRep>) -> bool {
+        match self.ex.front() {
             None => false,
             Some(ExEntry::Null) => true,
-            Some(ExEntry::Rc(rc, _)) => rc
-                .iter()
-                .enumerate()
-                .all(|(u, &n)| self.reads.get(&(u as ThreadId, x)).copied().unwrap_or(0) >= n),
+            Some(ExEntry::Rc(rc, _)) => rc.iter().enumerate().all(|(u, &n)| {
+                n == 0 || loc.and_then(|l| l.reads.get(u)).copied().unwrap_or(0) >= n
+            }),
+        }
+    }
+    /// Whether thread `t` (this part's thread) may perform `op` now (algorithm 2's waits).
+    pub fn may_proceed(&self, locs: &AggRepLocs, t: ThreadId, op: &Op) -> bool {
+        let e = self.next_id(t);
+        match *op {
+            Op::Write(x) | Op::Rmw(x) => {
+                let loc = locs.locs.get(&x);
+                loc.and_then(|l| l.w.front()) == Some(&e) && self.check_reads(loc)
+            }
+            Op::Read(x) => match self.wr.front() {
+                Some(&(y, lw, re)) if re == e && y == x => {
+                    locs.locs.get(&x).and_then(|l| l.last_write) == Some(lw)
+                }
+                _ => true,
+            },
+            Op::Acquire(m) => locs.l.get(&m).and_then(|q| q.front()) == Some(&t),
+            _ => true,
+        }
+    }
+    /// Count thread `t`'s next event; its id.
+    pub fn bump(&mut self, t: ThreadId) -> EventId {
+        self.counter += 1;
+        // Pairs of earlier events are stale (a diverged replay's read that was not one): drop
+        // them, so the front is always this event's pair or a later one.
+        while self.wr.front().is_some_and(|p| p.2.index < self.counter) {
+            self.wr.pop_front();
+        }
+        EventId::new(t, self.counter)
+    }
+    /// The bookkeeping of event `e` (`op`) of thread `t` that `parts` selects (algorithm 2).
+    pub fn apply(&mut self, locs: &mut AggRepLocs, t: ThreadId, e: EventId, op: &Op, parts: Parts) {
+        match *op {
+            Op::Write(x) | Op::Rmw(x) => {
+                if parts.own {
+                    self.ex.pop_front();
+                }
+                if parts.w || parts.last_write {
+                    let loc = locs.locs.entry(x).or_default();
+                    if parts.w {
+                        loc.w.pop_front();
+                    }
+                    if parts.last_write {
+                        loc.last_write = Some(e);
+                    }
+                }
+            }
+            Op::Read(x) => {
+                if parts.read_count {
+                    let reads = &mut locs.locs.entry(x).or_default().reads;
+                    let u = t as usize;
+                    if reads.len() <= u {
+                        reads.resize(u + 1, 0);
+                    }
+                    reads[u] += 1;
+                }
+                if parts.own && self.wr.front().is_some_and(|p| p.2 == e && p.0 == x) {
+                    self.wr.pop_front();
+                }
+            }
+            Op::Acquire(m) if parts.lock => {
+                if let Some(q) = locs.l.get_mut(&m) {
+                    q.pop_front();
+                }
+            }
+            _ => {}
         }
     }
 }
 
 impl Replayer for AggrePlayReplayer {
     fn may_proceed(&self, t: ThreadId, op: &Op) -> bool {
-        let e = self.next_id(t);
-        match *op {
-            Op::Write(x) | Op::Rmw(x) => {
-                self.w.get(&x).and_then(|q| q.front()) == Some(&e) && self.check_reads(t, x)
-            }
-            Op::Read(x) => match self.wr.get(&(x, t)).and_then(|q| q.front()) {
-                Some(&(lw, re)) if re == e => self.last_write.get(&x) == Some(&lw),
-                _ => true,
-            },
-            Op::Acquire(m) => self.l.get(&m).and_then(|q| q.front()) == Some(&t),
-            _ => true,
+        match self.threads.get(&t) {
+            Some(me) => me.may_proceed(&self.locs, t, op),
+            None => AggRepThread::default().may_proceed(&self.locs, t, op),
         }
     }
     fn proceed(&mut self, t: ThreadId, op: &Op) {
@@ -220,7 +332,7 @@ impl Replayer for AggrePlayReplayer {
 
 /// Which parts of an event's replay bookkeeping to apply (AggrePlay+ applies some at the access).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Parts {
+pub struct Parts {
     /// Pop `W_x` (write→write).
     pub w: bool,
     /// Set the last replayed write of `x` (write→read).
@@ -234,59 +346,36 @@ pub(crate) struct Parts {
 }
 
 impl Parts {
-    pub(crate) const ALL: Parts = Parts {
+    /// Every part.
+    pub const ALL: Parts = Parts {
         w: true,
         last_write: true,
         read_count: true,
         lock: true,
         own: true,
     };
+
+    /// The parts `self` leaves out.
+    pub fn rest(self) -> Parts {
+        Parts {
+            w: !self.w,
+            last_write: !self.last_write,
+            read_count: !self.read_count,
+            lock: !self.lock,
+            own: !self.own,
+        }
+    }
 }
 
 impl AggrePlayReplayer {
     /// Count thread `t`'s next event; its id.
     pub(crate) fn bump(&mut self, t: ThreadId) -> EventId {
-        let e = self.next_id(t);
-        *self.counter.entry(t).or_insert(0) += 1;
-        e
+        self.threads.entry(t).or_default().bump(t)
     }
     /// The bookkeeping of event `e` (`op`) of thread `t` that `parts` selects (algorithm 2).
     pub(crate) fn apply(&mut self, t: ThreadId, e: EventId, op: &Op, parts: Parts) {
-        match *op {
-            Op::Write(x) | Op::Rmw(x) => {
-                if parts.w {
-                    if let Some(q) = self.w.get_mut(&x) {
-                        q.pop_front();
-                    }
-                }
-                if parts.own {
-                    if let Some(q) = self.ex.get_mut(&t) {
-                        q.pop_front();
-                    }
-                }
-                if parts.last_write {
-                    self.last_write.insert(x, e);
-                }
-            }
-            Op::Read(x) => {
-                if parts.read_count {
-                    *self.reads.entry((t, x)).or_insert(0) += 1;
-                }
-                if parts.own {
-                    if let Some(q) = self.wr.get_mut(&(x, t)) {
-                        if q.front().map(|p| p.1) == Some(e) {
-                            q.pop_front();
-                        }
-                    }
-                }
-            }
-            Op::Acquire(m) if parts.lock => {
-                if let Some(q) = self.l.get_mut(&m) {
-                    q.pop_front();
-                }
-            }
-            _ => {}
-        }
+        let me = self.threads.entry(t).or_default();
+        me.apply(&mut self.locs, t, e, op, parts);
     }
 }
 
@@ -296,21 +385,14 @@ impl AggrePlay {
     /// write, each with its read counts: copying them was most of a replay's start).
     pub fn replayer_owned(&self, log: AggrePlayLog) -> AggrePlayReplayer {
         let mut r = AggrePlayReplayer::default();
-        r.w.reserve(log.w.len());
+        r.locs.locs.reserve(log.w.len());
         for (x, v) in log.w {
-            r.w.insert(x, v.into());
-        }
-        for (x, v) in log.wr {
-            for p in v {
-                r.wr.entry((x, p.1.thread)).or_default().push_back(p);
-            }
-        }
-        for (t, v) in log.ex {
-            r.ex.insert(t, v.into());
+            r.locs.insert_writes(x, v);
         }
         for (m, v) in log.l {
-            r.l.insert(m, v.into());
+            r.locs.insert_lock(m, v);
         }
+        r.threads = thread_parts(log.ex, log.wr);
         r
     }
 }

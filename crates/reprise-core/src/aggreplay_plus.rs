@@ -52,9 +52,14 @@ pub struct AggrePlayPlusReplayer {
 }
 
 impl AggrePlayPlusReplayer {
+    /// The parts applied once the access is complete.
+    fn late_parts(&self) -> Parts {
+        self.at_access.unwrap_or(Parts::ALL)
+    }
+
     fn complete(&mut self, t: ThreadId) {
         if let Some((e, op)) = self.pending.remove(&t) {
-            let parts = self.at_access.unwrap_or(Parts::ALL);
+            let parts = self.late_parts();
             self.inner.apply(t, e, &op, parts);
         }
     }
@@ -70,14 +75,7 @@ impl Replayer for AggrePlayPlusReplayer {
     }
     fn proceed(&mut self, t: ThreadId, op: &Op) {
         let e = self.inner.bump(t);
-        let late = self.at_access.unwrap_or(Parts::ALL);
-        let early = Parts {
-            w: !late.w,
-            last_write: !late.last_write,
-            read_count: !late.read_count,
-            lock: !late.lock,
-            own: !late.own,
-        };
+        let early = self.late_parts().rest();
         self.inner.apply(t, e, op, early);
         self.pending.insert(t, (e, *op));
     }

@@ -4,18 +4,19 @@
 //!
 //! Recording runs threads in parallel (`model_rec`: a model stripe per location or lock, held
 //! to the next safe point; AggrePlay's state split by stripe and thread, TPLAY's step under
-//! `G` for the step alone). Replay drives one global replayer: every event takes the
-//! runtime-private global lock `G` and, as LEAP's stripes do, keeps it until the thread's next
-//! safe point: the callback precedes the access, and only holding `G` until the access
-//! completes makes the order the model observes the real order (the simulator's "atomic"
-//! substrate, where both seeds were measured). Replay asks the model's replayer whether the
-//! thread may perform its next event, parks on a futex otherwise, and for AggrePlay also
-//! re-records (with the sequential recorder), so the launcher compares the two logs (TPLAY's
-//! are not compared, so its replays re-record nothing). Blocking acquisitions in replay
-//! wait for their turn, release `G`, block in the real call, then take `G` again and tell the
-//! model. Locations are 8-byte granules, locks are object addresses, thread ids are the
-//! runtime's deterministic ids. Joins are not modelled (AggrePlay ignores them; for TPLAY
-//! this loses join edges in atomicity-violation detection).
+//! `G` for the step alone). AggrePlay's and `aggreplay+`'s replay runs on the same stripes, in
+//! parallel, and re-records there, so the launcher compares the two logs (`model_rec`).
+//! TPLAY's replay drives one global replayer: every event takes the runtime-private global
+//! lock `G` and, as LEAP's stripes do, keeps it until the thread's next safe point: the
+//! callback precedes the access, and only holding `G` until the access completes makes the
+//! order the model observes the real order (the simulator's "atomic" substrate, where both
+//! seeds were measured). Replay asks the model's replayer whether the thread may perform its
+//! next event, parks on a futex otherwise (TPLAY's logs are not compared, so its replays
+//! re-record nothing). Blocking acquisitions in replay wait for their turn, release `G` (or
+//! the stripe), block in the real call, then take it again and tell the model. Locations are
+//! 8-byte granules, locks are object addresses, thread ids are the runtime's deterministic
+//! ids. Joins are not modelled (AggrePlay ignores them; for TPLAY this loses join edges in
+//! atomicity-violation detection).
 #![allow(unsafe_code)]
 
 use crate::model_rec;
@@ -23,8 +24,7 @@ use crate::state::{self, Thread};
 use crate::sys;
 use crate::ticket::yield_until;
 use core::sync::atomic::{AtomicU32, Ordering};
-use reprise_core::aggreplay::{AggrePlay, AggrePlayLog, AggrePlayRecorder, AggrePlayReplayer};
-use reprise_core::aggreplay_plus::{AggrePlayPlus, AggrePlayPlusReplayer};
+use reprise_core::aggreplay::AggrePlayLog;
 use reprise_core::tplay::plus::{TplayPlusRecorder, TplayPlusReplayer};
 use reprise_core::tplay::{Tplay, TplayLog, TplayPlus, TplayPlusLog, TplayRecorder, TplayReplayer};
 use reprise_core::{binlog, Event, Op, Recorder, Replayer, Strategy};
@@ -42,14 +42,11 @@ static PARKED: AtomicU32 = AtomicU32::new(0);
 pub const HELD_G: u32 = u32::MAX - 1;
 
 enum Rec {
-    Agg(AggrePlayRecorder),
     Tp(TplayRecorder),
     TpP(TplayPlusRecorder),
 }
 enum Rep {
-    Agg(AggrePlayReplayer),
     Tp(TplayReplayer),
-    AggP(AggrePlayPlusReplayer),
     TpP(TplayPlusReplayer),
 }
 struct Models {
@@ -92,9 +89,8 @@ pub fn init(flags: u64, log: &[u8], replay: bool) -> Result<(), &'static str> {
     };
     let m = models();
     m.rec = match which {
-        // Recording AggrePlay runs in `model_rec`'s stripes instead.
-        1 | 3 if !replay => None,
-        1 | 3 => Some(Rec::Agg(AggrePlay.recorder())),
+        // AggrePlay records (and re-records in replay) in `model_rec`'s stripes instead.
+        1 | 3 => None,
         // TPLAY's log is not compared after a replay (`model_log_is_exact`): no re-recording.
         2 | 4 if replay => None,
         2 => Some(Rec::Tp(Tplay.recorder())),
@@ -104,12 +100,11 @@ pub fn init(flags: u64, log: &[u8], replay: bool) -> Result<(), &'static str> {
         let corrupt = "the model log is corrupt";
         m.rep = Some(match which {
             1 | 3 => {
+                // Replayed in parallel on the model stripes (`model_rec`).
                 let l: AggrePlayLog = binlog::decode(log).map_err(|_| corrupt)?;
-                if which == 1 {
-                    Rep::Agg(AggrePlay.replayer_owned(l))
-                } else {
-                    Rep::AggP(AggrePlayPlus::default().replayer_owned(l))
-                }
+                model_rec::init_replay(l, which == 3);
+                WHICH.store(which, Ordering::SeqCst);
+                return Ok(());
             }
             2 => {
                 let l: TplayLog = binlog::decode(log).map_err(|_| corrupt)?;
@@ -173,7 +168,7 @@ fn bump() {
 pub fn release(t: &mut Thread) {
     if t.held == HELD_G {
         t.held = NO_STRIPE;
-        if !state::REPLAY.load(Ordering::Relaxed) {
+        if !state::REPLAY.load(Ordering::Relaxed) || model_rec::striped_replay() {
             return model_rec::release(t.tid);
         }
         if state::REPLAY.load(Ordering::Relaxed) {
@@ -182,10 +177,6 @@ pub fn release(t: &mut Thread) {
             // wait or a barrier, before it enters another event), and so does TPLAY, whose
             // `aSet` waits until a source event "has been executed".
             let plus = match models().rep.as_mut() {
-                Some(Rep::AggP(r)) => {
-                    r.completed(t.tid);
-                    true
-                }
                 Some(Rep::TpP(r)) => {
                     r.completed(t.tid);
                     true
@@ -231,10 +222,6 @@ fn observe(t: &mut Thread, op: Op) {
         value: 0,
     };
     let ver = match models().rec.as_mut() {
-        Some(Rec::Agg(r)) => {
-            r.observe(&e);
-            r.last_version()
-        }
         Some(Rec::Tp(r)) => {
             r.observe(&e);
             0
@@ -250,9 +237,7 @@ fn observe(t: &mut Thread, op: Op) {
 
 fn may(t: &Thread, op: &Op) -> bool {
     match models().rep.as_ref() {
-        Some(Rep::Agg(r)) => r.may_proceed(t.tid, op),
         Some(Rep::Tp(r)) => r.may_proceed(t.tid, op),
-        Some(Rep::AggP(r)) => r.may_proceed(t.tid, op),
         Some(Rep::TpP(r)) => r.may_proceed(t.tid, op),
         None => true,
     }
@@ -260,9 +245,7 @@ fn may(t: &Thread, op: &Op) -> bool {
 
 fn enter_rep(t: &Thread, op: &Op) {
     match models().rep.as_mut() {
-        Some(Rep::Agg(r)) => r.enter(t.tid, op),
         Some(Rep::Tp(r)) => r.enter(t.tid, op),
-        Some(Rep::AggP(r)) => r.enter(t.tid, op),
         Some(Rep::TpP(r)) => r.enter(t.tid, op),
         None => {}
     }
@@ -270,9 +253,7 @@ fn enter_rep(t: &Thread, op: &Op) {
 
 fn proceed(t: &Thread, op: &Op) {
     match models().rep.as_mut() {
-        Some(Rep::Agg(r)) => r.proceed(t.tid, op),
         Some(Rep::Tp(r)) => r.proceed(t.tid, op),
-        Some(Rep::AggP(r)) => r.proceed(t.tid, op),
         Some(Rep::TpP(r)) => r.proceed(t.tid, op),
         None => {}
     }
@@ -337,6 +318,7 @@ fn wait_may(t: &Thread, op: &Op) {
 /// for forever; either way it must stop where the recording stopped, or its count, digest and
 /// final checkpoint differ from the recording's. Outside replay, or without a recorded end,
 /// nothing.
+#[inline(always)]
 fn park_past_end(t: &mut Thread) {
     if !state::REPLAY.load(Ordering::Relaxed) {
         return;
@@ -349,10 +331,22 @@ fn park_past_end(t: &mut Thread) {
         return;
     };
     let e = t.sh().events.load(Ordering::Relaxed) + 1;
+    if e <= ti.final_events {
+        return;
+    }
+    park_at_end(t, end, ti, e);
+}
+
+/// [`park_past_end`] once event `e` lies past `t`'s recorded final count (or is the recorded
+/// fault's).
+#[inline(never)]
+fn park_at_end(t: &mut Thread, end: &ProcessEnd, ti: &ThreadIndex, e: u64) {
     // The recording's faulting thread may fault inside the callback after its last counted
     // event: let it run that callback.
     let faulted_here = end.kind == END_FAULT && end.tid == t.tid && e == ti.final_events + 1;
     if e > ti.final_events && !faulted_here {
+        // Nothing held while parked for good (a model stripe kept from the previous event).
+        crate::leap::release_held(t);
         if end.tid == t.tid {
             // The recording's ending thread ended the process at its final count: one more
             // event is a divergence (TPLAY does not order every read, so a spinning read loop
@@ -376,6 +370,9 @@ fn park_past_end(t: &mut Thread) {
 pub fn event(t: &mut Thread, op: impl Fn() -> Op) {
     if !state::REPLAY.load(Ordering::Relaxed) {
         return record_event(t, &op);
+    }
+    if model_rec::striped_replay() {
+        return striped_event(t, &op);
     }
     crate::leap::release_held(t);
     park_past_end(t);
@@ -409,6 +406,42 @@ fn record_event(t: &mut Thread, op: &impl Fn() -> Op) {
     unlock_g();
 }
 
+/// One event of AggrePlay's (or `aggreplay+`'s) replay on the model stripes: take the event's
+/// stripe (kept to the next safe point), wait for the model's permission, proceed, re-record.
+fn striped_event(t: &mut Thread, op: &impl Fn() -> Op) {
+    park_past_end(t);
+    let s = take_striped(t, op);
+    model_rec::proceed(t.tid, s.0, s.1);
+    observe_striped(t, s);
+}
+
+/// Take the stripe of `op` and wait there for the model's permission (held on return).
+fn take_striped(t: &mut Thread, op: &impl Fn() -> Op) -> (usize, Op) {
+    if t.held != HELD_G {
+        crate::leap::release_held(t);
+    }
+    let (s, o) = model_rec::take(t.tid, op);
+    t.held = HELD_G;
+    let tid = t.tid;
+    let waited = model_rec::wait_turn(tid, s, &o, || {
+        let st = state::status(tid);
+        st.events
+            .store(t.sh().events.load(Ordering::Relaxed), Ordering::Relaxed);
+        st.waits_for.store(WAITS_FOR_MODEL, Ordering::Relaxed);
+        st.state.store(ST_WAIT_TURN, Ordering::SeqCst);
+    });
+    if waited {
+        state::status(tid).state.store(ST_RUNNING, Ordering::SeqCst);
+    }
+    (s, o)
+}
+
+/// Re-record event `(s, o)` on its stripe (held), and key it for the digest.
+fn observe_striped(t: &mut Thread, (s, o): (usize, Op)) {
+    let ver = model_rec::observe_agg(t.tid, s, o);
+    t.model_key = order_key(&o, if versioned() { ver } else { 0 });
+}
+
 /// A blocking acquisition in replay: wait for permission, release G, perform `f` (the real
 /// blocking call), then take G and tell the model. While recording: `f` first, then the event.
 pub fn blocking_event<R>(t: &mut Thread, op: Op, f: impl FnOnce() -> R) -> R {
@@ -422,7 +455,10 @@ pub fn blocking_event<R>(t: &mut Thread, op: Op, f: impl FnOnce() -> R) -> R {
 pub fn blocking_begin(t: &mut Thread, op: &Op) {
     crate::leap::release_held(t);
     park_past_end(t);
-    if state::REPLAY.load(Ordering::Relaxed) {
+    if model_rec::striped_replay() {
+        take_striped(t, &|| *op);
+        crate::leap::release_held(t);
+    } else if state::REPLAY.load(Ordering::Relaxed) {
         lock_g();
         wait_may(t, op);
         unlock_g();
@@ -434,6 +470,14 @@ pub fn blocking_end(t: &mut Thread, op: Op) {
     if !state::REPLAY.load(Ordering::Relaxed) {
         event(t, || op);
         return;
+    }
+    if model_rec::striped_replay() {
+        // The permission of `blocking_begin` still holds: only this thread's own step passes
+        // the head of `L_m` (or the other lists) it waited for.
+        let s = model_rec::take(t.tid, &|| op);
+        t.held = HELD_G;
+        model_rec::proceed(t.tid, s.0, s.1);
+        return observe_striped(t, s);
     }
     lock_g();
     t.held = HELD_G;
@@ -458,7 +502,7 @@ pub fn finish(tid: u32) {
     if !active() {
         return;
     }
-    if !state::REPLAY.load(Ordering::Relaxed) {
+    if !state::REPLAY.load(Ordering::Relaxed) || model_rec::striped_replay() {
         model_rec::lock_all(tid);
     }
     lock_g();
@@ -467,10 +511,9 @@ pub fn finish(tid: u32) {
         n: 0,
     };
     let encoded = match models().rec.take() {
-        Some(Rec::Agg(r)) => Ok(r.encode()),
         Some(Rec::Tp(r)) => binlog::encode(&r.finish()),
         Some(Rec::TpP(r)) => binlog::encode(&r.finish()),
-        None if !state::REPLAY.load(Ordering::Relaxed) => {
+        None if !state::REPLAY.load(Ordering::Relaxed) || model_rec::striped_replay() => {
             // Encoded and sent piece by piece: never the whole log in one buffer.
             model_rec::finish_agg(&mut |b| out.push(b));
             out.send();
@@ -524,15 +567,12 @@ pub fn thread_exit(t: &mut Thread) {
     lock_g();
     let m = models();
     match m.rec.as_mut() {
-        Some(Rec::Agg(r)) => r.thread_exit(t.tid),
         Some(Rec::Tp(r)) => r.thread_exit(t.tid),
         Some(Rec::TpP(r)) => r.thread_exit(t.tid),
         None => {}
     }
     match m.rep.as_mut() {
-        Some(Rep::Agg(r)) => r.thread_exit(t.tid),
         Some(Rep::Tp(r)) => r.thread_exit(t.tid),
-        Some(Rep::AggP(r)) => r.thread_exit(t.tid),
         Some(Rep::TpP(r)) => r.thread_exit(t.tid),
         None => {}
     }

@@ -21,7 +21,9 @@
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, Ordering};
-use reprise_core::aggreplay::{encode_log_to, AggLocs, EncList};
+use reprise_core::aggreplay::{
+    encode_log_to, thread_parts, AggLocs, AggRepLocs, AggRepThread, AggrePlayLog, EncList, Parts,
+};
 use reprise_core::{EventId, Op};
 use reprise_proto::MAX_THREADS;
 
@@ -36,6 +38,12 @@ struct MStripe {
     sleepers: AtomicU32,
     /// Touched only by the holder of the ticket ([`locs`]).
     locs: UnsafeCell<Option<AggLocs>>,
+    /// Replay: AggrePlay's replay state of the stripe's locations and locks (touched only by
+    /// the holder of the ticket, [`rep_locs`]), bumped `step` at every change of it, and the
+    /// threads asleep waiting for one.
+    rep: UnsafeCell<Option<AggRepLocs>>,
+    step: AtomicU32,
+    step_sleepers: AtomicU32,
 }
 
 // SAFETY: the atomics are shared; `locs` is reached only through `locs`, by the holder of the
@@ -48,6 +56,9 @@ static STRIPES: [MStripe; MSTRIPES] = [const {
         serving: AtomicU32::new(0),
         sleepers: AtomicU32::new(0),
         locs: UnsafeCell::new(None),
+        rep: UnsafeCell::new(None),
+        step: AtomicU32::new(0),
+        step_sleepers: AtomicU32::new(0),
     }
 }; MSTRIPES];
 
@@ -63,6 +74,16 @@ struct PerThread {
     held: AtomicU32,
     /// Touched only by its own thread ([`own`]), or by `finish` once it holds every ticket.
     agg: UnsafeCell<Option<AggThread>>,
+    /// Replay: the thread's part of AggrePlay's replay state, touched only by its own thread.
+    rep: UnsafeCell<Option<RepThread>>,
+}
+
+/// A thread's replay state: AggrePlay's part, and for `aggreplay+` the event whose callback
+/// returned and whose access may still be pending (its bookkeeping not applied yet).
+#[derive(Default)]
+struct RepThread {
+    part: AggRepThread,
+    pending: Option<(EventId, Op)>,
 }
 
 // SAFETY: `held` is atomic; `agg` is reached only by its own thread, or by `finish` while
@@ -73,6 +94,7 @@ static THREADS: [PerThread; MAX_THREADS] = [const {
     PerThread {
         held: AtomicU32::new(0),
         agg: UnsafeCell::new(None),
+        rep: UnsafeCell::new(None),
     }
 }; MAX_THREADS];
 
@@ -119,6 +141,7 @@ pub fn take(tid: u32, op: &impl Fn() -> Op) -> (usize, Op) {
     let held = &THREADS[tid as usize].held;
     let h = held.load(Ordering::Relaxed);
     if h == s as u32 + 1 && uncontended(&STRIPES[s]) {
+        complete(tid);
         return (s, op());
     }
     release(tid);
@@ -137,6 +160,7 @@ pub fn release(tid: u32) {
     let p = &THREADS[tid as usize].held;
     let h = p.load(Ordering::Relaxed);
     if h != 0 {
+        complete(tid);
         p.store(0, Ordering::Relaxed);
         ticket_unlock(&STRIPES[h as usize - 1]);
     }
@@ -191,4 +215,133 @@ pub fn finish_agg(f: &mut dyn FnMut(&[u8])) {
         }
     }
     encode_log_to(parts, &ex, NTHREADS.load(Ordering::SeqCst), f);
+}
+
+/// Replay on the stripes: 0 off, 1 AggrePlay (bookkeeping at the callback), 2 `aggreplay+`
+/// (at the access).
+static REP: AtomicU32 = AtomicU32::new(0);
+
+/// Whether AggrePlay (or `aggreplay+`) replays on the stripes.
+#[inline(always)]
+pub fn striped_replay() -> bool {
+    REP.load(Ordering::Relaxed) != 0
+}
+
+/// Replay set-up at init (one thread): hand `log`'s lists to the stripes of their objects and
+/// to their threads.
+pub fn init_replay(log: AggrePlayLog, plus: bool) {
+    for (x, v) in log.w {
+        rep_locs(stripe_of(&Op::Write(x))).insert_writes(x, v);
+    }
+    for (m, v) in log.l {
+        rep_locs(stripe_of(&Op::Acquire(m))).insert_lock(m, v);
+    }
+    for (t, part) in thread_parts(log.ex, log.wr) {
+        if (t as usize) < MAX_THREADS {
+            rep_me(t).part = part;
+        }
+    }
+    REP.store(if plus { 2 } else { 1 }, Ordering::SeqCst);
+}
+
+/// Stripe `s`'s replay state.
+#[allow(clippy::mut_from_ref)]
+fn rep_locs(s: usize) -> &'static mut AggRepLocs {
+    // SAFETY: the caller holds stripe `s`'s ticket (or is `init_replay`, before other threads
+    // exist): no other reference to the cell exists.
+    unsafe { &mut *STRIPES[s].rep.get() }.get_or_insert_with(AggRepLocs::default)
+}
+
+/// Thread `tid`'s replay state.
+#[allow(clippy::mut_from_ref)]
+fn rep_me(tid: u32) -> &'static mut RepThread {
+    // SAFETY: only thread `tid` itself reaches its cell (or `init_replay`, alone).
+    unsafe { &mut *THREADS[tid as usize].rep.get() }.get_or_insert_with(RepThread::default)
+}
+
+/// `aggreplay+`: apply the bookkeeping of `tid`'s pending event, whose access is complete now
+/// (the caller holds the event's stripe: taken at the event, kept to this safe point).
+#[inline(always)]
+fn complete(tid: u32) {
+    if REP.load(Ordering::Relaxed) == 2 {
+        complete_pending(tid);
+    }
+}
+
+/// [`complete`]'s work.
+#[inline(never)]
+fn complete_pending(tid: u32) {
+    let me = rep_me(tid);
+    if let Some((e, op)) = me.pending.take() {
+        let s = THREADS[tid as usize].held.load(Ordering::Relaxed) as usize - 1;
+        me.part.apply(rep_locs(s), tid, e, &op, Parts::ALL);
+        bump_step(s);
+    }
+}
+
+/// Stripe `s`'s replay state changed: wake its waiters.
+fn bump_step(s: usize) {
+    let st = &STRIPES[s];
+    st.step.fetch_add(1, Ordering::SeqCst);
+    // Dekker with `wait_step`: it counts itself a sleeper before `futex_wait` re-checks
+    // `step`, so either it sees the new value or we see it asleep.
+    if st.step_sleepers.load(Ordering::SeqCst) != 0 {
+        let _e = crate::sys::ErrnoGuard::new();
+        crate::sys::futex_wake(&st.step, i32::MAX);
+    }
+}
+
+/// Wait until stripe `st`'s step moves past `v`: spin, yield, then sleep (another event of the
+/// stripe usually comes within microseconds).
+fn wait_step(st: &MStripe, v: u32) {
+    for _ in 0..200 {
+        if st.step.load(Ordering::Acquire) != v {
+            return;
+        }
+        core::hint::spin_loop();
+    }
+    if crate::ticket::yield_until(|| st.step.load(Ordering::Acquire) != v) {
+        return;
+    }
+    while st.step.load(Ordering::SeqCst) == v {
+        let _e = crate::sys::ErrnoGuard::new();
+        st.step_sleepers.fetch_add(1, Ordering::SeqCst);
+        crate::sys::futex_wait_for(&st.step, v, 50_000_000);
+        st.step_sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Replay: with stripe `s` held, wait until the model lets `tid` perform `op` (the stripe held
+/// again on return). `waiting` runs once, before the first wait; whether it ran.
+pub fn wait_turn(tid: u32, s: usize, op: &Op, waiting: impl FnOnce()) -> bool {
+    let mut waiting = Some(waiting);
+    while !rep_me(tid).part.may_proceed(rep_locs(s), tid, op) {
+        if let Some(f) = waiting.take() {
+            f();
+        }
+        let st = &STRIPES[s];
+        // Read under the ticket: every later change of the stripe's state bumps it.
+        let v = st.step.load(Ordering::Acquire);
+        THREADS[tid as usize].held.store(0, Ordering::Relaxed);
+        ticket_unlock(st);
+        wait_step(st, v);
+        ticket_lock(st);
+        THREADS[tid as usize]
+            .held
+            .store(s as u32 + 1, Ordering::Relaxed);
+    }
+    waiting.is_none()
+}
+
+/// Replay: `tid`'s event `op` on stripe `s` (held) proceeds: count it, and apply its
+/// bookkeeping now (AggrePlay) or keep it pending until the access is complete (`aggreplay+`).
+pub fn proceed(tid: u32, s: usize, op: Op) {
+    let me = rep_me(tid);
+    let e = me.part.bump(tid);
+    if REP.load(Ordering::Relaxed) == 2 {
+        me.pending = Some((e, op));
+    } else {
+        me.part.apply(rep_locs(s), tid, e, &op, Parts::ALL);
+        bump_step(s);
+    }
 }
