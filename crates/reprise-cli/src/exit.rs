@@ -31,7 +31,7 @@ pub enum Failure {
     Replay(String),
     /// A replay stopped by this signal (SIGINT, SIGTERM, SIGHUP) sent to reprise: no verdict;
     /// 128 + the signal, as a shell reports a command the signal ended.
-    #[error("replay stopped by {} before its end: no verdict (the program was killed)", crate::replay::signal_name(*.0))]
+    #[error("replay stopped by {} before its end: no verdict (the program was killed)", crate::loaded::signal_name(*.0))]
     Stopped(i32),
 }
 

@@ -12,7 +12,7 @@ pub fn info(trace: Option<PathBuf>, records: bool) -> Result<i32> {
     let h = &s.header;
     print_header(h);
     if s.is_complete() || s.is_interrupted() {
-        if let Ok(loaded) = crate::replay::load(&path) {
+        if let Ok(loaded) = crate::loaded::load(&path) {
             print_recording(h, loaded, records);
         }
         Ok(0)
@@ -45,9 +45,9 @@ fn print_header(h: &reprise_trace::Header) {
 
 /// What the loaded trace holds: whether it was cut short, threads and events, output sizes and
 /// exit, how the process ended, the trapped system calls and (`--records`) every record.
-fn print_recording(h: &reprise_trace::Header, loaded: crate::replay::Loaded, records: bool) {
+fn print_recording(h: &reprise_trace::Header, loaded: crate::loaded::Loaded, records: bool) {
     let why_cut = loaded.cut_reason();
-    let crate::replay::Loaded {
+    let crate::loaded::Loaded {
         rec,
         stdout: out,
         stderr: err,

@@ -13,6 +13,7 @@ mod info;
 mod kvcache;
 mod launch;
 mod libs;
+mod loaded;
 mod options;
 mod outcheck;
 mod record;

@@ -469,7 +469,7 @@ fn finish_recording(
     if sink.rec.end.is_none() {
         eprintln!(
             "reprise: the recording was cut short ({}): a replay checks it up to the cut",
-            crate::replay::cut_reason(&ended.exit)
+            crate::loaded::cut_reason(&ended.exit)
         );
     }
     if announce {

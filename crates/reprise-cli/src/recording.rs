@@ -3,7 +3,7 @@
 //! trace (record side) and a replay's re-recording, so verification compares like with like.
 //! Also builds the replay config memfd the runtime maps.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use reprise_proto::*;
 use std::collections::BTreeMap;
 
@@ -105,11 +105,7 @@ impl ReexecFile {
 impl Recording {
     /// Feed raw channel bytes; returns how many were consumed (the rest is a partial frame).
     pub fn feed(&mut self, buf: &[u8]) -> Result<usize> {
-        let (frames, used) = decode_frames(buf)?;
-        for f in frames {
-            self.apply(f);
-        }
-        Ok(used)
+        Ok(decode_frames_each(buf, |f| self.apply(f))?)
     }
 
     fn apply(&mut self, f: Frame) {
@@ -204,19 +200,6 @@ impl Recording {
         }
     }
 
-    /// Decode a whole event stream.
-    pub fn from_bytes(buf: &[u8]) -> Result<Recording> {
-        let mut r = Recording::default();
-        let used = r.feed(buf)?;
-        if used != buf.len() {
-            bail!(
-                "the event stream ends inside a frame (byte {used} of {})",
-                buf.len()
-            );
-        }
-        Ok(r)
-    }
-
     /// The stack of the thread whose fault ended the process (two threads may fault at once:
     /// the one that ended it is the end's).
     pub fn fault_stack(&self) -> Option<&[u64]> {
@@ -294,23 +277,26 @@ impl Recording {
     pub fn replay_config(&self, checkpoint: u64, jitter: u64, flags: u64) -> Vec<u8> {
         let nthreads = self.nthreads();
         let layout = ConfigLayout::new(nthreads);
-        let data_off = layout.data_off;
-        let mut data: Vec<u8> = Vec::new();
+        // One buffer, the data appended after the room left for the header and the indexes,
+        // which are written last (a long `--verify=full` recording's checkpoints are
+        // gigabytes: a copy of them per thread, then of all the data, tripled the launcher's
+        // memory while it built the config).
+        let mut out: Vec<u8> = vec![0; layout.data_off];
         let mut sidx = vec![StripeIndex::default(); STRIPES];
         for (s, v) in &self.vectors {
-            let (off, len) = put_slice(&mut data, data_off, v);
+            let (off, len) = put_slice(&mut out, v);
             sidx[*s as usize] = StripeIndex { off, len };
         }
         let mut tidx = vec![ThreadIndex::default(); nthreads as usize];
         let finals = self.end.as_ref().map(|e| e.1.clone()).unwrap_or_default();
+        let none = ThreadRec::default();
         for t in 0..nthreads {
-            let rec = self.threads.get(&t).cloned().unwrap_or_default();
             let ti = &mut tidx[t as usize];
-            put_thread(&mut data, data_off, &rec, ti);
+            put_thread(&mut out, self.threads.get(&t).unwrap_or(&none), ti);
             ti.final_events = finals.get(&t).copied().unwrap_or(0);
         }
-        let model_off = data_off + data.len();
-        data.extend_from_slice(&self.model_log);
+        let model_off = out.len();
+        out.extend_from_slice(&self.model_log);
         let hdr = ConfigHeader {
             magic: CONFIG_MAGIC,
             version: PROTO_VERSION,
@@ -326,16 +312,17 @@ impl Recording {
             model_off: model_off as u64,
             model_len: self.model_log.len() as u64,
         };
-        let mut out = Vec::with_capacity(data_off + data.len());
-        put(&mut out, &hdr);
-        out.resize(layout.stripe_index_off, 0);
+        let mut head = Vec::with_capacity(layout.data_off);
+        put(&mut head, &hdr);
+        head.resize(layout.stripe_index_off, 0);
         for s in &sidx {
-            put(&mut out, s);
+            put(&mut head, s);
         }
         for t in &tidx {
-            put(&mut out, t);
+            put(&mut head, t);
         }
-        out.extend_from_slice(&data);
+        debug_assert!(head.len() <= layout.data_off);
+        out[..head.len()].copy_from_slice(&head);
         out
     }
 }
@@ -349,31 +336,32 @@ fn put<T: Copy>(out: &mut Vec<u8>, v: &T) {
     out.extend_from_slice(b);
 }
 
-/// Append `items` to `data`, which starts at `data_off` in the config; their offset and count.
-fn put_slice<T: Copy>(data: &mut Vec<u8>, data_off: usize, items: &[T]) -> (u64, u64) {
-    let off = (data_off + data.len()) as u64;
+/// Append `items` to the config `out`; their offset and count.
+fn put_slice<T: Copy>(out: &mut Vec<u8>, items: &[T]) -> (u64, u64) {
+    let off = out.len() as u64;
+    out.reserve(std::mem::size_of_val(items));
     for p in items {
-        put(data, p);
+        put(out, p);
     }
     (off, items.len() as u64)
 }
 
 /// Append one thread's records (results, digests, signals, edges, then its input data padded
-/// to 8 bytes) to `data`, which starts at `data_off` in the config, and say where in `ti`.
-fn put_thread(data: &mut Vec<u8>, data_off: usize, rec: &ThreadRec, ti: &mut ThreadIndex) {
-    (ti.results_off, ti.results_len) = put_slice(data, data_off, &rec.results);
-    (ti.digests_off, ti.digests_len) = put_slice(data, data_off, &rec.digests);
-    (ti.signals_off, ti.signals_len) = put_slice(data, data_off, &rec.signals);
-    (ti.edges_off, ti.edges_len) = put_slice(data, data_off, &rec.edges);
-    ti.data_off = (data_off + data.len()) as u64;
+/// to 8 bytes) to the config `out`, and say where in `ti`.
+fn put_thread(out: &mut Vec<u8>, rec: &ThreadRec, ti: &mut ThreadIndex) {
+    (ti.results_off, ti.results_len) = put_slice(out, &rec.results);
+    (ti.digests_off, ti.digests_len) = put_slice(out, &rec.digests);
+    (ti.signals_off, ti.signals_len) = put_slice(out, &rec.signals);
+    (ti.edges_off, ti.edges_len) = put_slice(out, &rec.edges);
+    ti.data_off = out.len() as u64;
     for (ev, b) in &rec.data {
-        data.extend_from_slice(&ev.to_le_bytes());
-        data.extend_from_slice(&(b.len() as u32).to_le_bytes());
-        data.extend_from_slice(b);
+        out.extend_from_slice(&ev.to_le_bytes());
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        out.extend_from_slice(b);
     }
-    ti.data_len = (data_off + data.len()) as u64 - ti.data_off;
-    while !data.len().is_multiple_of(8) {
-        data.push(0);
+    ti.data_len = out.len() as u64 - ti.data_off;
+    while !out.len().is_multiple_of(8) {
+        out.push(0);
     }
 }
 

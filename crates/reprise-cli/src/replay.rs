@@ -3,11 +3,11 @@
 
 use crate::exit::Failure;
 use crate::launch::{self, Launch, Sink};
+use crate::loaded::{load, Loaded};
 use crate::outcheck::{OutputCheck, RecordedOutput};
 use crate::recording::Recording;
 use crate::verify::{self, Outputs, RunOutput};
 use anyhow::{Context, Result};
-use reprise_trace::{ChunkKind, TraceReader};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -87,145 +87,6 @@ impl Sink for ReplaySink<'_> {
         self.err.feed(b);
         Ok(())
     }
-}
-
-/// A trace read whole ([`load`]).
-pub struct Loaded {
-    /// The header: program, arguments, environment, strategy.
-    pub header: reprise_trace::Header,
-    /// The decoded events.
-    pub rec: Recording,
-    /// The program's recorded stdout, compressed as stored (decompressed as a replay
-    /// compares it).
-    pub stdout: RecordedOutput,
-    /// The program's recorded stderr, likewise.
-    pub stderr: RecordedOutput,
-    /// The footer: how the recording ended. For a trace without one (the recorder was
-    /// killed), what the trace implies: the program's recorded end if the runtime saw it,
-    /// otherwise SIGKILL, which the program got when its recorder died (PR_SET_PDEATHSIG).
-    pub footer: reprise_trace::Footer,
-    /// The trace has no footer: the recorder was killed while recording (its last frame,
-    /// if torn, was ignored). It replays as cut short.
-    pub interrupted: bool,
-}
-
-impl Loaded {
-    /// Why the recording is cut short, for `info` and the replay's verdict.
-    pub fn cut_reason(&self) -> String {
-        if !self.interrupted {
-            return cut_reason(&self.footer.exit);
-        }
-        match self.rec.end {
-            None => "the recorder was killed, and the program with it by SIGKILL; the trace has no footer".into(),
-            Some(_) => format!(
-                "the recorder was killed after the program {}; the trace has no footer",
-                self.footer.exit
-            ),
-        }
-    }
-}
-
-/// Load a trace: header, decoded recording, outputs (checked, left compressed), footer. A
-/// trace whose recorder was killed (no footer, the last frame perhaps torn) loads as far as
-/// its intact frames go.
-pub fn load(path: &std::path::Path) -> Result<Loaded> {
-    let damaged =
-        |e: reprise_trace::TraceError| Failure::Replay(format!("{}: {e}", path.display()));
-    // The recorded output stays in the file until the replay compares with it.
-    let reader = TraceReader::open(path)
-        .map_err(damaged)?
-        .outputs_left_in_file();
-    let (header, chunks, footer) = reader.read_salvaged_raw().map_err(damaged)?;
-    let interrupted = footer.is_none();
-    let (mut ev, mut out, mut err) = (
-        Vec::new(),
-        RecordedOutput::default(),
-        RecordedOutput::default(),
-    );
-    let mut dec = zstd::bulk::Decompressor::new()?;
-    let mut buf = Vec::new();
-    for c in chunks {
-        match c.kind {
-            ChunkKind::Events => {
-                c.decompress_into(&mut dec, &mut buf).map_err(damaged)?;
-                ev.extend_from_slice(&buf);
-            }
-            ChunkKind::Stdout => out.push(c),
-            ChunkKind::Stderr => err.push(c),
-        }
-    }
-    let rec = if interrupted {
-        // The recorder wrote the event stream in pieces as it came: the last piece may end
-        // inside a runtime frame, whose beginning is all there is.
-        let mut rec = Recording::default();
-        rec.feed(&ev)
-            .map_err(|e| Failure::Replay(format!("{}: events are corrupt: {e}", path.display())))?;
-        rec
-    } else {
-        Recording::from_bytes(&ev)
-            .map_err(|e| Failure::Replay(format!("{}: events are corrupt: {e}", path.display())))?
-    };
-    let footer = footer.unwrap_or(reprise_trace::Footer {
-        exit: match rec.end {
-            Some((e, _)) if e.kind == reprise_proto::END_EXIT => {
-                reprise_trace::Exit::Exited(e.code)
-            }
-            Some((e, _))
-                if e.kind == reprise_proto::END_SIGNAL || e.kind == reprise_proto::END_FAULT =>
-            {
-                reprise_trace::Exit::Signaled(e.code)
-            }
-            _ => reprise_trace::Exit::Signaled(libc::SIGKILL),
-        },
-        wall_ns: 0,
-        chunks: 0,
-        raw_bytes: 0,
-        deadlock: None,
-        dlopened: Vec::new(),
-    });
-    Ok(Loaded {
-        header,
-        rec,
-        stdout: out,
-        stderr: err,
-        footer,
-        interrupted,
-    })
-}
-
-/// Why a recording was cut short, from how the program ended.
-pub fn cut_reason(exit: &reprise_trace::Exit) -> String {
-    match *exit {
-        reprise_trace::Exit::Signaled(s) => format!("the program was killed by {}", signal_name(s)),
-        reprise_trace::Exit::Exited(c) => format!(
-            "the program ended with status {c} where the runtime did not see it: it exec'd another program, or made the exit system call by itself with Syscall User Dispatch off"
-        ),
-    }
-}
-
-/// `SIGKILL` for 9, and so on.
-pub fn signal_name(s: i32) -> String {
-    let n = match s {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGXCPU => "SIGXCPU",
-        libc::SIGSYS => "SIGSYS",
-        _ => return format!("signal {s}"),
-    };
-    n.to_string()
 }
 
 /// Whether this reprise can replay a trace with `header` and recording `rec`: Err(Failure::Replay) says

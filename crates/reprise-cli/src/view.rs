@@ -26,12 +26,12 @@ const PID_STRIPES: u32 = 2;
 /// Write the timeline of `trace` (default: the latest) to `out`.
 pub fn view(trace: Option<PathBuf>, out: PathBuf) -> Result<i32> {
     let path = crate::tracedir::resolve(trace)?;
-    let crate::replay::Loaded {
+    let crate::loaded::Loaded {
         header,
         rec,
         footer,
         ..
-    } = crate::replay::load(&path)?;
+    } = crate::loaded::load(&path)?;
     let exe = crate::sym::recorded_exe(&header);
     let sym = Symbolizer::new(&exe);
     let doc = timeline(&header, &rec, &footer, sym.as_ref());

@@ -411,3 +411,47 @@ fn divergence_report_names_the_source_line() {
         "the report names no function: {why}"
     );
 }
+
+/// Rewrite `src`'s events as chunks of `piece` bytes (runtime frames then span chunks), the
+/// stream's last `cut` bytes left out; the other chunks as they were.
+fn rechunk_events(src: &Path, dst: &Path, piece: usize, cut: usize) {
+    let (header, chunks, footer) = TraceReader::open(src).unwrap().read_all().unwrap();
+    let mut events = Vec::new();
+    for c in chunks.iter().filter(|c| c.kind == ChunkKind::Events) {
+        events.extend_from_slice(&c.data);
+    }
+    events.truncate(events.len() - cut);
+    let mut w = TraceWriter::new(std::fs::File::create(dst).unwrap(), &header).unwrap();
+    for p in events.chunks(piece) {
+        w.write_chunk(ChunkKind::Events, p).unwrap();
+    }
+    for c in chunks.iter().filter(|c| c.kind != ChunkKind::Events) {
+        w.write_chunk(c.kind, &c.data).unwrap();
+    }
+    w.finish(&footer).unwrap();
+}
+
+#[test]
+fn frames_across_chunks_replay_and_a_complete_trace_cut_inside_a_frame_is_rejected() {
+    // The replay decodes the events chunk by chunk (a long recording's stream is never held
+    // whole): a frame split over chunks is put together again, and a complete trace (it has
+    // its footer) whose stream ends inside a frame is damage, not a cut-short recording.
+    let (w, r) = recorded_with("counter_race", &["--checkpoint", "1"]);
+    for piece in [1000, 4093] {
+        let dst = w.path(&format!("pieces-{piece}.trace"));
+        rechunk_events(&r.trace, &dst, piece, 0);
+        let mut c = w.cmd();
+        c.arg("replay").arg(&dst);
+        let o = run_limited(c, std::time::Duration::from_secs(120));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("reprise: replay verified ("), "{err}");
+        assert_eq!(o.stdout, r.stdout, "{err}");
+    }
+    let dst = w.path("cut-frame.trace");
+    rechunk_events(&r.trace, &dst, 4093, 3);
+    let why = replay_rejected(&w, &dst);
+    assert!(
+        why.contains("events are corrupt: the event stream ends inside a frame"),
+        "{why}"
+    );
+}

@@ -37,6 +37,14 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 #[cfg(feature = "std")]
 pub fn decode_frames(buf: &[u8]) -> Result<(Vec<Frame>, usize), DecodeError> {
     let mut out = Vec::new();
+    let used = decode_frames_each(buf, |f| out.push(f))?;
+    Ok((out, used))
+}
+
+/// [`decode_frames`], handing each frame to `each` as it is decoded (a replay of a long
+/// recording never holds its whole event stream decoded twice); the bytes used.
+#[cfg(feature = "std")]
+pub fn decode_frames_each(buf: &[u8], mut each: impl FnMut(Frame)) -> Result<usize, DecodeError> {
     let mut pos = 0;
     while buf.len() - pos >= 4 {
         let len = u32_at(buf, pos) as usize;
@@ -48,13 +56,13 @@ pub fn decode_frames(buf: &[u8]) -> Result<(Vec<Frame>, usize), DecodeError> {
         }
         let tag = buf[pos + 4];
         let p = &buf[pos + 5..pos + 4 + len];
-        out.push(
+        each(
             decode_frame(tag, p)
                 .map_err(|e| DecodeError(format!("{} (frame at byte {pos})", e.0)))?,
         );
         pos += 4 + len;
     }
-    Ok((out, pos))
+    Ok(pos)
 }
 
 #[cfg(feature = "std")]

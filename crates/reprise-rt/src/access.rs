@@ -73,6 +73,9 @@ pub fn fold_pending(t: &mut Thread) {
             )
         };
         t.sh().digest.set(mix(t.sh().digest.get(), v));
+        // Read before it is cleared: a requester that sees it cleared may take the granule
+        // (`handover::folding`).
+        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::Release);
         t.sh().pending_size.set(0);
     }
 }

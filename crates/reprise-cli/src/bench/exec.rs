@@ -283,7 +283,7 @@ impl TraceMeasure {
     }
 }
 
-/// Decompress the trace's event chunks (the bytes `replay::load` decodes), decode them, and
+/// Decompress the trace's event chunks (the bytes `loaded::load` decodes), decode them, and
 /// gzip -9 the raw event bytes to compare with the zstd the trace stores. Streams chunk by
 /// chunk: a long recording's raw events can be gigabytes.
 fn measure_trace(path: &Path) -> Result<TraceMeasure> {

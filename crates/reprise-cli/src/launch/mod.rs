@@ -45,8 +45,10 @@ pub struct Launch {
     pub cwd: Vec<u8>,
     /// RLIMIT_STACK (soft, hard).
     pub rlimit_stack: (u64, u64),
-    /// Config memfd contents.
-    pub config: Vec<u8>,
+    /// Config memfd contents, taken (and freed) once the memfd holds them: a long
+    /// `--verify=full` recording's checkpoints are gigabytes, which the launcher need not hold
+    /// twice while the program runs.
+    pub config: std::cell::Cell<Vec<u8>>,
     /// Watchdog: on in replay; the timeout without any progress.
     pub watchdog: Option<Duration>,
     /// Record: send SIGINT, SIGTERM and SIGHUP on to the program.
@@ -86,7 +88,7 @@ impl Launch {
             env: header.env.clone(),
             cwd: header.cwd.clone(),
             rlimit_stack: header.rlimit_stack,
-            config,
+            config: std::cell::Cell::new(config),
             watchdog: None,
             forward_signals: false,
             end_signal: None,
@@ -418,7 +420,7 @@ fn supervise(
 // `supervise`, `Ending::step`, `deliver`, `map_status`).
 #[allow(clippy::too_many_lines)]
 pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
-    let config = memfd("reprise-config", &l.config, 0)?;
+    let config = memfd("reprise-config", &l.config.take(), 0)?;
     let status = memfd("reprise-status", &[], STATUS_SIZE)?;
     let (ev_r, ev_w) = pipe()?;
     let (out_r, out_w) = pipe()?;

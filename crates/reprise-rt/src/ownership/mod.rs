@@ -97,7 +97,7 @@ fn shadow(addr: usize) -> &'static AtomicU32 {
 /// instructions and a multiply's latency before the shadow load: record/floor `-t 1` 5-7%
 /// higher on matmul, fft and nbody.)
 #[inline(always)]
-fn slot_of(addr: usize) -> u64 {
+pub(crate) fn slot_of(addr: usize) -> u64 {
     let idx: u64;
     // SAFETY: arithmetic on registers alone (LLVM folds the two shifts into a shift and a
     // 64-bit mask, one instruction more: `movabs` of the mask).
