@@ -165,6 +165,9 @@ pub fn run(cplusplus: bool, args: Vec<OsString>) -> Result<i32> {
         cmd.arg("-U_FORTIFY_SOURCE");
     }
     if link && has_inputs && !info_only {
+        // The program's `-x LANG` (configure scripts pass `-x c`) must not make the compiler
+        // read the runtime archive as source: it compiled the archive's bytes and never ended.
+        cmd.args(["-x", "none"]);
         let original = runtime_archive()?;
         let archive = link_archive(&original);
         if clang {

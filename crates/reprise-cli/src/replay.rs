@@ -289,7 +289,7 @@ fn say_diverged(
     // unordered accesses (a data race, inline atomics) went another way than while
     // recording.
     if preload.is_some() {
-        fail(format!("{msg}{tries}\nreprise: the program probably has a data race here: record it with `reprise cc` for exact replay{hint}"))
+        fail(format!("{msg}{tries}\nreprise: the program probably has a data race here (or synchronises with atomic instructions, which sync mode does not see): record it with `reprise cc` for exact replay{hint}"))
     } else {
         fail(format!("{msg}{tries}{hint}"))
     }

@@ -30,14 +30,24 @@ int main(void) {
 }
 "#;
 
+/// Built with `-x c` before the source, as configure scripts do: the language must not reach
+/// the runtime archive `reprise cc` appends (gcc read it as C source and never ended).
 fn build_main(w: &Work) {
     std::fs::write(w.path("uses_shim.c"), MAIN).unwrap();
-    let o = w
-        .cmd()
-        .args(["cc", "-O2", "-g", "-o", "uses_shim", "uses_shim.c", "-L."])
-        .args(["-lshim", "-Wl,-rpath,$ORIGIN", "-pthread"])
-        .output()
-        .unwrap();
+    let mut c = w.cmd();
+    c.args([
+        "cc",
+        "-O2",
+        "-g",
+        "-o",
+        "uses_shim",
+        "-x",
+        "c",
+        "uses_shim.c",
+        "-L.",
+    ])
+    .args(["-lshim", "-Wl,-rpath,$ORIGIN", "-pthread"]);
+    let o = run_limited(c, Duration::from_secs(300));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 

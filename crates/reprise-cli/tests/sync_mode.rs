@@ -16,7 +16,7 @@ use std::time::Duration;
 
 const RECORDINGS: usize = 20;
 const RACE_MESSAGE: &str =
-    "the program probably has a data race here: record it with `reprise cc` for exact replay";
+    "the program probably has a data race here (or synchronises with atomic instructions, which sync mode does not see): record it with `reprise cc` for exact replay";
 
 fn info(w: &Work, trace: &std::path::Path) -> String {
     let mut c = w.cmd();
@@ -88,6 +88,9 @@ race_free_tests!(
     // A signal the program sends itself is delivered after its sending (lbzip2 -d).
     self_signal,
     semaphores,
+    // The program's own SIGSYS handlers beside the runtime's (every bash script with an EXIT
+    // trap died of SIGSYS while recorded).
+    sigsys_handler,
     // Which thread initialises a C++ local static varies (its output too); only that
     // thread's guard calls are events, so every replay takes the recorded one's.
     local_static

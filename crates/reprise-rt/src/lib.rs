@@ -31,6 +31,7 @@ pub mod entry;
 pub mod foreign;
 pub mod handover;
 pub mod heap;
+pub mod kept;
 pub mod layout;
 pub mod leap;
 pub mod lifecycle;

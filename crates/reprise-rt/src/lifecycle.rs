@@ -296,7 +296,7 @@ extern "C" fn on_fault(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_v
     if sig == libc::SIGSEGV && crate::tsc::emulate_tsc(ctx) {
         return;
     }
-    if crate::signals::program_segv(sig, info, ctx) {
+    if crate::kept::program_kept(sig, info, ctx) {
         return; // the program's handler ran (returning retries the faulting instruction)
     }
     let t = state::cur();

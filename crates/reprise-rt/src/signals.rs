@@ -99,7 +99,7 @@ fn active() -> bool {
 type SigactionFn =
     unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
 
-fn real_sigaction() -> SigactionFn {
+pub(crate) fn real_sigaction() -> SigactionFn {
     static P: AtomicUsize = AtomicUsize::new(0);
     let mut p = P.load(Ordering::Relaxed);
     if p == 0 {
@@ -275,9 +275,11 @@ pub unsafe extern "C" fn sigaction(
     }
     // Runtime work: the structure copies below are not the program's accesses.
     let _rt = state::RtGuard::new();
-    if sig == libc::SIGSEGV && active() {
-        // SAFETY: the caller's sigaction pointers, forwarded to `segv_action`.
-        return unsafe { segv_action(act, old) };
+    if (sig == libc::SIGSEGV || (sig == libc::SIGSYS && crate::sud::handler_installed()))
+        && active()
+    {
+        // SAFETY: the caller's sigaction pointers, forwarded to `kept::kept_action`.
+        return unsafe { crate::kept::kept_action(sig, act, old) };
     }
     if sig == crate::handover::SIG && crate::handover::installed() && !act.is_null() {
         // The recorder's own signal (ownership handovers): refused, not silently replaced.
@@ -344,72 +346,6 @@ pub unsafe extern "C" fn sigaction(
         unsafe { (*old).sa_sigaction = prev };
     }
     r
-}
-
-/// The program's own SIGSEGV handler (0: none) and whether it takes siginfo: the runtime's
-/// handler stays installed (it emulates the trapped `rdtsc`, also the vDSO's clock reads) and
-/// calls this one for every other SIGSEGV.
-static SEGV_PROG: AtomicUsize = AtomicUsize::new(0);
-static SEGV_INFO: AtomicUsize = AtomicUsize::new(0);
-
-/// `sigaction(SIGSEGV, ...)` while the runtime is active: kept, not installed.
-///
-/// # Safety
-/// `act` and `old` are null or valid, as for `sigaction`.
-unsafe fn segv_action(act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
-    if !old.is_null() {
-        let prev = SEGV_PROG.load(Ordering::Relaxed);
-        // SAFETY: reading the installed action into the caller's out-parameter, then showing
-        // the program its own handler.
-        unsafe {
-            real_sigaction()(libc::SIGSEGV, core::ptr::null(), old);
-            (*old).sa_sigaction = if prev == 0 { libc::SIG_DFL } else { prev };
-            if SEGV_INFO.load(Ordering::Relaxed) & 1 == 0 {
-                (*old).sa_flags &= !libc::SA_SIGINFO;
-            }
-        }
-    }
-    if !act.is_null() {
-        // SAFETY: act is the caller's valid sigaction.
-        let a = unsafe { *act };
-        let h = a.sa_sigaction;
-        let h = if h == libc::SIG_DFL || h == libc::SIG_IGN {
-            0
-        } else {
-            h
-        };
-        let flags = ((a.sa_flags & libc::SA_SIGINFO != 0) as usize)
-            | (2 * (a.sa_flags & libc::SA_RESETHAND != 0) as usize);
-        SEGV_INFO.store(flags, Ordering::Relaxed);
-        SEGV_PROG.store(h, Ordering::Relaxed);
-    }
-    0
-}
-
-/// Run the program's own SIGSEGV handler for a fault that is not a trapped `rdtsc`; false when
-/// it has none.
-pub fn program_segv(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) -> bool {
-    let h = SEGV_PROG.load(Ordering::Relaxed);
-    if sig != libc::SIGSEGV || h == 0 {
-        return false;
-    }
-    let flags = SEGV_INFO.load(Ordering::Relaxed);
-    if flags & 2 != 0 {
-        SEGV_PROG.store(0, Ordering::Relaxed); // SA_RESETHAND: the default action next time
-    }
-    // SAFETY: h is the handler the program installed for SIGSEGV, called with the signature it
-    // declared, with the kernel's siginfo and context.
-    unsafe {
-        if flags & 1 != 0 {
-            let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
-                core::mem::transmute(h);
-            f(sig, info, ctx);
-        } else {
-            let f: extern "C" fn(c_int) = core::mem::transmute(h);
-            f(sig);
-        }
-    }
-    true
 }
 
 type MaskFn = unsafe extern "C" fn(c_int, *const libc::sigset_t, *mut libc::sigset_t) -> c_int;

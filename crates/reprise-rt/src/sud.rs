@@ -47,6 +47,7 @@ pub fn install_handler() {
     // SAFETY: sa_mask is a valid, zeroed signal set.
     unsafe { libc::sigaddset(&mut sa.sa_mask, crate::handover::SIG) };
     crate::signals::install(libc::SIGSYS, &sa);
+    HANDLER.store(true, Ordering::Relaxed);
     // The kernel's view of the action holds the trampoline glibc installed.
     let mut k = [0u64; 4]; // handler, flags, restorer, mask
                            // SAFETY: rt_sigaction with a null new action reads the current one into k (32 bytes).
@@ -95,7 +96,25 @@ pub fn enable(t: &mut Thread) {
     t.sud_on = r == 0;
 }
 
-extern "C" fn on_sigsys(_sig: i32, _info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+/// Whether the runtime's SIGSYS handler is installed (the program's own is then kept aside,
+/// `kept::kept_action`).
+static HANDLER: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Whether the runtime's SIGSYS handler is installed.
+pub fn handler_installed() -> bool {
+    HANDLER.load(Ordering::Relaxed)
+}
+
+/// `si_code` of a SIGSYS raised by Syscall User Dispatch.
+const SYS_USER_DISPATCH: i32 = 2;
+
+extern "C" fn on_sigsys(_sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    // SAFETY: the kernel's siginfo for this signal (null only if called by hand).
+    if !info.is_null() && unsafe { (*info).si_code } != SYS_USER_DISPATCH {
+        // Not a trapped system call (sent with `kill`, or a seccomp filter's trap): the
+        // program's own disposition, its system calls untrapped meanwhile.
+        return foreign_sigsys(info, ctx);
+    }
     let t = state::cur();
     if t.is_null() || ctx.is_null() {
         return;
@@ -162,4 +181,20 @@ pub fn send_stats() {
         }
     }
     flush(&mut frame, n);
+}
+
+/// A SIGSYS the runtime did not cause: the program's handler (kept aside by its `sigaction`),
+/// else the default action.
+fn foreign_sigsys(info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    let t = state::cur();
+    // SAFETY: this thread's slot, when it has one.
+    let sel = (!t.is_null()).then(|| unsafe { (*t).sh().sud.swap(ALLOW, Ordering::Relaxed) });
+    let handled = crate::kept::program_kept(libc::SIGSYS, info, ctx);
+    if let Some(sel) = sel {
+        // SAFETY: as above.
+        unsafe { (*t).sh().sud.store(sel, Ordering::Relaxed) };
+    }
+    if !handled {
+        crate::lifecycle::die_of(libc::SIGSYS);
+    }
 }

@@ -515,7 +515,9 @@ macro_rules! acceptance_programs {
             // A worker's signal wakes main from sigsuspend; main ends without a join.
             self_signal,
             // Data handed through POSIX semaphores only (waits, polls, timed waits).
-            semaphores
+            semaphores,
+            // The program's own SIGSYS handlers (bash's), beside Syscall User Dispatch's.
+            sigsys_handler
             $(, $more)*
         );
     };
