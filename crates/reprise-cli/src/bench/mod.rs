@@ -111,7 +111,6 @@ pub(super) struct Binaries {
 
 /// One raw run: a row of runs.csv / runs.json.
 #[derive(Serialize, Clone, Default)]
-
 pub(super) struct Run {
     pub(super) program: String,
     /// native, floor, tsan, record or replay.

@@ -236,15 +236,7 @@ fn success_summary(s: &mut String, b: &Bench) {
             let _ = writeln!(s, "| {st} | unavailable | – | – | {} |", paper_rate(st));
             continue;
         }
-        let record_timed_out = |r: &Run| {
-            b.runs.iter().any(|x| {
-                x.config == "record"
-                    && x.timed_out
-                    && x.program == r.program
-                    && x.strategy == r.strategy
-                    && x.run == r.run
-            })
-        };
+        let record_timed_out = |r: &Run| super::failures::record_timed_out(b.runs, r);
         let (mut ok, mut replayed, mut timeouts) = (0, 0, 0);
         for r in b
             .runs
