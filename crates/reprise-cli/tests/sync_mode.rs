@@ -553,3 +553,26 @@ int main(void) {
     assert!(!w.path("d").exists(), "the replay made the directory");
     assert!(w.path("victim").exists(), "the replay removed a file");
 }
+
+/// While the runtime is active a clock is read with the system call, not the vDSO, whose reads
+/// of the time-stamp counter the runtime traps: each vDSO read cost a fault and two `prctl`
+/// calls, which Syscall User Dispatch trapped in turn (sysbench memory, a clock read per
+/// operation: 0.99 s recorded against 0.03 s native, 0.04 s now). No `prctl` is trapped.
+#[test]
+fn clock_reads_trap_no_system_call() {
+    let p = program("timestamps");
+    let w = Work::new();
+    let bin = w.build_plain(&p);
+    let trace = w.path("clock.trace");
+    let mut c = w.record_cmd(&trace, &[], &bin);
+    c.args(&p.args);
+    let o = run_limited(c, Duration::from_secs(120));
+    let r = recorded(trace, &o);
+    let i = info(&w, &r.trace);
+    let trapped = i
+        .lines()
+        .find(|l| l.contains("caught by Syscall User Dispatch"))
+        .unwrap_or_default();
+    assert!(!trapped.contains("prctl"), "{i}");
+    replay_verified(&w, &r, How::Plain);
+}

@@ -6,24 +6,36 @@
 
 /* ---- clocks and identity: recorded results ------------------------------------------------ */
 
+/* While the runtime is active a clock is read with the system call, not the vDSO, whose reads
+ * of the time-stamp counter the runtime traps (tsc.rs, reprise_clock_syscall). */
+extern long reprise_clock_syscall(long nr, unsigned long a1, unsigned long a2);
+static int clock_syscall(long nr, unsigned long a1, unsigned long a2)
+{
+    long k = reprise_clock_syscall(nr, a1, a2);
+    if (k < 0) {
+        errno = (int)-k;
+        return -1;
+    }
+    return (int)k;
+}
 int clock_gettime(clockid_t c, struct timespec *ts)
 {
     REAL(int, clock_gettime, (clockid_t, struct timespec *));
-    int r = real_clock_gettime(c, ts);
-    if (reprise_active()) {
-        r = (int)reprise_input((uint64_t)(int64_t)r);
-        if (r == 0 && ts) {
-            ts->tv_sec = (time_t)reprise_input((uint64_t)ts->tv_sec);
-            ts->tv_nsec = (long)reprise_input((uint64_t)ts->tv_nsec);
-        }
+    if (!reprise_active()) return real_clock_gettime(c, ts);
+    int r = clock_syscall(SYS_clock_gettime, (unsigned long)c, (unsigned long)ts);
+    r = (int)reprise_input((uint64_t)(int64_t)r);
+    if (r == 0 && ts) {
+        ts->tv_sec = (time_t)reprise_input((uint64_t)ts->tv_sec);
+        ts->tv_nsec = (long)reprise_input((uint64_t)ts->tv_nsec);
     }
     return r;
 }
 int gettimeofday(struct timeval *restrict tv, void *restrict tz)
 {
     REAL(int, gettimeofday, (struct timeval *, void *));
-    int r = real_gettimeofday(tv, tz);
-    if (reprise_active() && tv) {
+    if (!reprise_active()) return real_gettimeofday(tv, tz);
+    int r = clock_syscall(SYS_gettimeofday, (unsigned long)tv, (unsigned long)tz);
+    if (tv) {
         tv->tv_sec = (time_t)reprise_input((uint64_t)tv->tv_sec);
         tv->tv_usec = (suseconds_t)reprise_input((uint64_t)tv->tv_usec);
     }

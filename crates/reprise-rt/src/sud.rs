@@ -183,17 +183,25 @@ pub fn send_stats() {
     flush(&mut frame, n);
 }
 
-/// A SIGSYS the runtime did not cause: the program's handler (kept aside by its `sigaction`),
-/// else the default action.
-fn foreign_sigsys(info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+/// Run `f` with the current thread's system calls allowed (its selector restored after): the
+/// runtime's own calls made in the program's context, from a signal handler or an interposer.
+pub fn allowing<R>(f: impl FnOnce() -> R) -> R {
     let t = state::cur();
-    // SAFETY: this thread's slot, when it has one.
+    // SAFETY: this thread's own slot, when it has one (its selector is a byte only the thread
+    // and the kernel use).
     let sel = (!t.is_null()).then(|| unsafe { (*t).sh().sud.swap(ALLOW, Ordering::Relaxed) });
-    let handled = crate::kept::program_kept(libc::SIGSYS, info, ctx);
+    let r = f();
     if let Some(sel) = sel {
         // SAFETY: as above.
         unsafe { (*t).sh().sud.store(sel, Ordering::Relaxed) };
     }
+    r
+}
+
+/// A SIGSYS the runtime did not cause: the program's handler (kept aside by its `sigaction`),
+/// else the default action.
+fn foreign_sigsys(info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    let handled = allowing(|| crate::kept::program_kept(libc::SIGSYS, info, ctx));
     if !handled {
         crate::lifecycle::die_of(libc::SIGSYS);
     }
