@@ -354,3 +354,43 @@ fn runtime_takes_no_library_name_strongly() {
         .any(|l| l.ends_with(" W send"));
     assert!(weak_send, "the runtime no longer interposes send (weakly)?");
 }
+
+const SEGV_IGNORED: &str = r#"
+#include <signal.h>
+#include <stdio.h>
+int main(void) {
+    signal(SIGSEGV, SIG_IGN);
+    struct sigaction old;
+    sigaction(SIGSEGV, NULL, &old);
+    printf("ignored: %d\n", old.sa_handler == SIG_IGN);
+    fflush(stdout);
+    volatile int *p = NULL;
+    return *p;
+}
+"#;
+
+/// A program that ignores SIGSEGV and then faults dies of it, as the kernel forces the default
+/// action for a fault, and sees its own (ignoring) action: the runtime keeps the program's
+/// SIGSEGV action behind its handler (`kept.rs`) and must not return into the fault, which
+/// faults again forever. Full mode and sync mode.
+#[test]
+fn an_ignored_sigsegv_still_ends_a_faulting_program() {
+    let w = Work::new();
+    std::fs::write(w.path("segv_ignored.c"), SEGV_IGNORED).unwrap();
+    let mut full = w.cmd();
+    full.args(["cc", "-O0", "-o", "segv_ignored", "segv_ignored.c"]);
+    let mut plain = Command::new("gcc");
+    plain
+        .current_dir(w.dir.path())
+        .args(["-O0", "-o", "segv_ignored-plain", "segv_ignored.c"]);
+    for c in [full, plain] {
+        let o = run_limited(c, std::time::Duration::from_secs(300));
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    for bin in ["segv_ignored", "segv_ignored-plain"] {
+        let r = record(&w, bin, &[], &format!("{bin}.trace"), &[]);
+        assert_eq!(r.status, 128 + libc::SIGSEGV, "{}", String::from_utf8_lossy(&r.stderr));
+        assert_eq!(r.stdout, b"ignored: 1\n");
+        replay_verified(&w, &r, How::Plain);
+    }
+}

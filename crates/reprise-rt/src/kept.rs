@@ -57,7 +57,11 @@ pub(crate) unsafe fn kept_action(
         let a = unsafe { *act };
         let h = a.sa_sigaction;
         let ignored = h == libc::SIG_IGN;
-        let h = if h == libc::SIG_DFL || ignored { 0 } else { h };
+        let h = if h == libc::SIG_DFL || h == libc::SIG_IGN {
+            0
+        } else {
+            h
+        };
         let flags = ((a.sa_flags & libc::SA_SIGINFO != 0) as usize)
             | (2 * (a.sa_flags & libc::SA_RESETHAND != 0) as usize)
             | (4 * ignored as usize);
@@ -78,7 +82,9 @@ pub fn program_kept(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) ->
     let h = KEPT_PROG[k].load(Ordering::Relaxed);
     let flags = KEPT_FLAGS[k].load(Ordering::Relaxed);
     if flags & 4 != 0 {
-        return true;
+        // An ignored SIGSYS sent from outside is ignored; an ignored SIGSEGV takes the default
+        // action, as the kernel makes it for a fault (returning would fault again forever).
+        return sig == libc::SIGSYS;
     }
     if h == 0 {
         return false;
