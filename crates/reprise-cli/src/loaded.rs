@@ -69,17 +69,7 @@ pub fn load(path: &std::path::Path) -> Result<Loaded> {
         match c.kind {
             ChunkKind::Events => {
                 c.decompress_into(&mut dec, &mut buf).map_err(damaged)?;
-                let used = if ev.is_empty() {
-                    let used = rec.feed(&buf).map_err(corrupt)?;
-                    ev.extend_from_slice(&buf[used..]);
-                    used
-                } else {
-                    ev.extend_from_slice(&buf);
-                    let used = rec.feed(&ev).map_err(corrupt)?;
-                    ev.drain(..used);
-                    used
-                };
-                fed += used as u64;
+                fed += rec.feed_piece(&mut ev, &buf).map_err(corrupt)? as u64;
             }
             ChunkKind::Stdout => out.push(c),
             ChunkKind::Stderr => err.push(c),

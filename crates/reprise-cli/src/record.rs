@@ -185,9 +185,7 @@ impl RecordSink {
 impl Sink for RecordSink {
     fn events(&mut self, b: &[u8]) -> Result<()> {
         self.ev.extend_from_slice(b);
-        self.pending.extend_from_slice(b);
-        let used = self.rec.feed(&self.pending)?;
-        self.pending.drain(..used);
+        self.rec.feed_piece(&mut self.pending, b)?;
         // A library the program just loaded: hashed now (an empty hash when it cannot be read:
         // the replay then warns that it cannot check it).
         for p in &self.rec.dlopened[self.dlopened.len()..] {

@@ -108,6 +108,20 @@ impl Recording {
         Ok(decode_frames_each(buf, |f| self.apply(f))?)
     }
 
+    /// Feed the next piece of an event stream that arrives in pieces (a frame may span two):
+    /// what the pieces so far leave of a frame waits in `carry` for the next. The bytes decoded.
+    pub fn feed_piece(&mut self, carry: &mut Vec<u8>, piece: &[u8]) -> Result<usize> {
+        if carry.is_empty() {
+            let used = self.feed(piece)?;
+            carry.extend_from_slice(&piece[used..]);
+            return Ok(used);
+        }
+        carry.extend_from_slice(piece);
+        let used = self.feed(carry)?;
+        carry.drain(..used);
+        Ok(used)
+    }
+
     fn apply(&mut self, f: Frame) {
         self.frames += 1;
         match f {

@@ -71,12 +71,9 @@ impl<'a> ReplaySink<'a> {
 
 impl Sink for ReplaySink<'_> {
     fn events(&mut self, b: &[u8]) -> Result<()> {
-        self.pending.extend_from_slice(b);
-        let used = self
-            .rec
-            .feed(&self.pending)
+        self.rec
+            .feed_piece(&mut self.pending, b)
             .map_err(|e| Failure::Replay(format!("the replay's event stream is corrupt: {e}")))?;
-        self.pending.drain(..used);
         Ok(())
     }
     fn stdout(&mut self, b: &[u8]) -> Result<()> {

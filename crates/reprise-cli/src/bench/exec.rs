@@ -306,11 +306,8 @@ fn measure_trace(path: &Path) -> Result<TraceMeasure> {
         }
         event_bytes += c.data.len() as u64;
         gz.write_all(&c.data).context("gzip")?;
-        pending.extend_from_slice(&c.data);
-        let used = rec
-            .feed(&pending)
+        rec.feed_piece(&mut pending, &c.data)
             .with_context(|| format!("{}: events are corrupt", path.display()))?;
-        pending.drain(..used);
     }
     if !pending.is_empty() {
         bail!("{}: the event stream ends inside a frame", path.display());
