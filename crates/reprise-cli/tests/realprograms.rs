@@ -389,7 +389,12 @@ fn an_ignored_sigsegv_still_ends_a_faulting_program() {
     }
     for bin in ["segv_ignored", "segv_ignored-plain"] {
         let r = record(&w, bin, &[], &format!("{bin}.trace"), &[]);
-        assert_eq!(r.status, 128 + libc::SIGSEGV, "{}", String::from_utf8_lossy(&r.stderr));
+        assert_eq!(
+            r.status,
+            128 + libc::SIGSEGV,
+            "{}",
+            String::from_utf8_lossy(&r.stderr)
+        );
         assert_eq!(r.stdout, b"ignored: 1\n");
         replay_verified(&w, &r, How::Plain);
     }
