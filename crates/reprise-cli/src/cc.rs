@@ -13,13 +13,26 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The libc functions whose calls from the program's own objects the runtime sees, as
-/// ranged accesses (`ld --wrap`; the runtime calls the real ones as `__real_*`).
+/// ranged accesses (`ld --wrap`; the runtime calls the real ones as `__real_*`): the memory
+/// functions, and the string functions, which read and write a chunk at a time in order.
 pub const WRAPPED: &[&str] = &[
     "-Wl,--wrap=memcpy",
     "-Wl,--wrap=memmove",
     "-Wl,--wrap=memset",
     "-Wl,--wrap=memcmp",
     "-Wl,--wrap=bcmp",
+    "-Wl,--wrap=strlen",
+    "-Wl,--wrap=strnlen",
+    "-Wl,--wrap=strcmp",
+    "-Wl,--wrap=strncmp",
+    "-Wl,--wrap=strcpy",
+    "-Wl,--wrap=stpcpy",
+    "-Wl,--wrap=strncpy",
+    "-Wl,--wrap=strcat",
+    "-Wl,--wrap=strncat",
+    "-Wl,--wrap=strchr",
+    "-Wl,--wrap=strrchr",
+    "-Wl,--wrap=strdup",
 ];
 
 /// gcc: keep calls to the memory functions calls. gcc's ThreadSanitizer pass leaves a call of
@@ -36,6 +49,16 @@ pub const GCC_STRING_CALLS: &[&str] = &[
     "-fno-builtin-memmove",
     "-fno-builtin-memset",
     "-fno-builtin-memcmp",
+    // Compares with a constant are expanded inline, and copies of a constant become `memcpy`
+    // builtins (stores no callback sees): as calls they reach the ordered string functions.
+    "-fno-builtin-strcmp",
+    "-fno-builtin-strncmp",
+    "-fno-builtin-strcpy",
+    "-fno-builtin-stpcpy",
+    "-fno-builtin-strncpy",
+    "-fno-builtin-strcat",
+    "-fno-builtin-strncat",
+    "-fno-builtin-strdup",
 ];
 
 /// The runtime archive: `$REPRISE_RUNTIME`, or `libreprise_rt.a` beside the reprise binary.

@@ -31,6 +31,10 @@ acceptance_programs!(acceptance_tests);
 // False sharing with a race in it (ownership's split granules), here alone: its million
 // accesses would take the model strategies of plus_acceptance minutes.
 acceptance_tests!(false_share);
+// Races through libc's string functions (strcmp of a string another thread strcpy's), ordered
+// by the runtime's own string functions: under ownership only, as the memory functions are
+// tested (the model strategies reach them through the same range callbacks).
+acceptance_tests!(string_race);
 
 /// The addresses program prints heap, stack, TLS addresses and pthread_self: they must be the
 /// same in every recording (not only between a recording and its replay).

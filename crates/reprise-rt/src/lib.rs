@@ -46,6 +46,7 @@ pub mod rtstack;
 pub mod signals;
 pub mod slot;
 pub mod state;
+pub mod strfns;
 pub mod sud;
 pub mod sync;
 pub mod sys;

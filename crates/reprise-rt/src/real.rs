@@ -1,8 +1,8 @@
 //! The real libc functions behind the ones the runtime interposes, found with
 //! `dlsym(RTLD_NEXT)`, and `dlvsym(..., "GLIBC_2.3.2")` for condition variables (the
 //! unversioned lookup may return the old 2.2.5 ABI). `memcpy`, `memmove`, `memset`, `memcmp`
-//! and `bcmp` come from the linker's `--wrap` (`__real_memcpy` ...), so they never go through
-//! `dlsym`.
+//! and `bcmp`, and the string functions ([`strs`]), come from the linker's `--wrap`
+//! (`__real_memcpy` ...), so they never go through `dlsym`.
 #![allow(unsafe_code)]
 #![allow(non_upper_case_globals)]
 
@@ -91,6 +91,37 @@ extern "C" {
     pub fn __real_memcmp(a: *const c_void, b: *const c_void, n: usize) -> c_int;
     /// libc's bcmp, provided by `ld --wrap=bcmp`.
     pub fn __real_bcmp(a: *const c_void, b: *const c_void, n: usize) -> c_int;
+}
+
+/// libc's string functions, provided by `ld --wrap` (the ordered ones are in `strfns`).
+pub mod strs {
+    use core::ffi::{c_char, c_int};
+    extern "C" {
+        /// libc's strlen.
+        pub fn __real_strlen(s: *const c_char) -> usize;
+        /// libc's strnlen.
+        pub fn __real_strnlen(s: *const c_char, max: usize) -> usize;
+        /// libc's strcmp.
+        pub fn __real_strcmp(a: *const c_char, b: *const c_char) -> c_int;
+        /// libc's strncmp.
+        pub fn __real_strncmp(a: *const c_char, b: *const c_char, n: usize) -> c_int;
+        /// libc's strcpy.
+        pub fn __real_strcpy(d: *mut c_char, s: *const c_char) -> *mut c_char;
+        /// libc's stpcpy.
+        pub fn __real_stpcpy(d: *mut c_char, s: *const c_char) -> *mut c_char;
+        /// libc's strncpy.
+        pub fn __real_strncpy(d: *mut c_char, s: *const c_char, n: usize) -> *mut c_char;
+        /// libc's strcat.
+        pub fn __real_strcat(d: *mut c_char, s: *const c_char) -> *mut c_char;
+        /// libc's strncat.
+        pub fn __real_strncat(d: *mut c_char, s: *const c_char, n: usize) -> *mut c_char;
+        /// libc's strchr.
+        pub fn __real_strchr(s: *const c_char, c: c_int) -> *mut c_char;
+        /// libc's strrchr.
+        pub fn __real_strrchr(s: *const c_char, c: c_int) -> *mut c_char;
+        /// libc's strdup.
+        pub fn __real_strdup(s: *const c_char) -> *mut c_char;
+    }
 }
 
 /// Find one real function (lazily, on its first call).
