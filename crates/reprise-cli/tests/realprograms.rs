@@ -399,3 +399,27 @@ fn an_ignored_sigsegv_still_ends_a_faulting_program() {
         replay_verified(&w, &r, How::Plain);
     }
 }
+
+/// A program whose stderr ends without a newline: reprise's closing line still starts a line
+/// of its own, recording and replaying (it was written right after the program's text).
+#[test]
+fn the_closing_line_starts_a_line_after_a_program_left_one_open() {
+    let w = Work::new();
+    let t = w.path("open.trace");
+    let mut c = w.cmd();
+    c.arg("record")
+        .arg("-o")
+        .arg(&t)
+        .args(["--", "sh", "-c", "printf 'half a line' >&2"]);
+    let o = run_limited(c, std::time::Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("half a line\nreprise: trace saved"), "{err}");
+    let mut c = w.cmd();
+    c.arg("replay").arg(&t);
+    let o = run_limited(c, std::time::Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("half a line\nreprise: replay verified"),
+        "{err}"
+    );
+}

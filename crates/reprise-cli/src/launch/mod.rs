@@ -19,11 +19,13 @@
 //! event count.
 
 mod child;
+mod echo;
 mod signals;
 
 use crate::watchdog::Watchdog;
 use anyhow::{bail, Context, Result};
 use child::{exec_child, start_gdb, ChildExec};
+use echo::{deliver, Echoed};
 use reprise_proto::*;
 use signals::stopped_by;
 use signals::{forward, install_on_forwarded, stop, CHILD, SAME_GROUP};
@@ -302,38 +304,6 @@ impl Ending {
     }
 }
 
-/// Hand `m` to `sink`, the program's output copied to reprise's own as well when `echo`
-/// (unbuffered: it appears as the program writes it); whether `m` was the end of one of the
-/// pipes.
-fn deliver(m: Msg, echo: bool, sink: &mut dyn Sink) -> Result<bool> {
-    match m {
-        Msg::Events(b) => sink.events(&b)?,
-        Msg::Stdout(b) => {
-            if echo {
-                // Straight to descriptor 1: the program's output is written as it came, not
-                // scanned for newlines and copied by a line buffer (nothing else of the
-                // launcher's is buffered for stdout while a program runs).
-                let _ = std::io::stdout().flush();
-                // SAFETY: descriptor 1 stays open for the launcher's life; the File is never
-                // dropped (ManuallyDrop), so it is not closed.
-                let mut out = std::mem::ManuallyDrop::new(unsafe {
-                    <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(1)
-                });
-                let _ = out.write_all(&b);
-            }
-            sink.stdout(&b)?
-        }
-        Msg::Stderr(b) => {
-            if echo {
-                let _ = std::io::stderr().write_all(&b);
-            }
-            sink.stderr(&b)?
-        }
-        Msg::Eof => return Ok(true),
-    }
-    Ok(false)
-}
-
 /// The status region (`status`, [`STATUS_SIZE`] bytes) mapped for the watchdog.
 fn map_status(status: &OwnedFd) -> Result<*mut libc::c_void> {
     // Map the status region for the watchdog (writable: the end request goes the other way).
@@ -366,6 +336,7 @@ fn supervise(
     rx: &mpsc::Receiver<Msg>,
     wd: &mut Watchdog,
     ending: &mut Ending,
+    echoed: &mut Echoed,
 ) -> Result<Option<reprise_trace::Exit>> {
     let mut open = 3;
     let mut exit: Option<reprise_trace::Exit> = None;
@@ -375,7 +346,7 @@ fn supervise(
     while open > 0 {
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(m) => {
-                if deliver(m, l.echo, sink)? {
+                if deliver(m, l.echo, echoed, sink)? {
                     open -= 1;
                 }
             }
@@ -522,7 +493,8 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     reader(err_r, tx, Msg::Stderr);
     let mut wd = Watchdog::new(status_map as *const u8, l.watchdog);
     let mut ending = Ending::default();
-    let mut exit = supervise(l, sink, pid, &rx, &mut wd, &mut ending)?;
+    let mut echoed = Echoed::default();
+    let mut exit = supervise(l, sink, pid, &rx, &mut wd, &mut ending, &mut echoed)?;
     if exit.is_none() {
         let mut st = 0;
         // SAFETY: waiting for our own child.
@@ -535,9 +507,12 @@ pub fn run(l: &Launch, sink: &mut dyn Sink) -> Result<Ended> {
     }
     // Drain what is still queued.
     while let Ok(m) = rx.try_recv() {
-        deliver(m, l.echo, sink)?;
+        deliver(m, l.echo, &mut echoed, sink)?;
     }
     let _ = std::io::stdout().flush();
+    if l.echo {
+        echoed.end_line();
+    }
     if let Some(sig) = stopped_by() {
         return Err(crate::exit::Failure::Stopped(sig).into());
     }
