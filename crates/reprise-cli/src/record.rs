@@ -411,7 +411,7 @@ fn warn_unrecorded_runtimes(libs: &[(Vec<u8>, String)]) {
 fn say_no_events(exe: &std::path::Path, sync: bool, started: bool) {
     if started {
         eprintln!(
-            "reprise: {} ended before the runtime sent any event (it exec'd another program at once, whose run is not recorded, or was killed), so no trace was kept",
+            "reprise: {} ended before the runtime sent any event (it was killed, or ended or exec'd another program by a means the runtime does not see), so no trace was kept",
             exe.display()
         );
     } else if sync {

@@ -147,6 +147,29 @@ fn program_calling_exec_replays_to_the_cut() {
     assert!(events > 1000, "only {events} events replayed");
 }
 
+/// A program that execs another one as soon as it starts (a shell script's `exec`) keeps a
+/// trace of what came before: the runtime sends its buffered events at the exec (there was no
+/// event on the way yet, and the recorder kept no trace, exit 2). Sync mode, Debian's `sh`.
+#[test]
+fn program_that_execs_at_once_keeps_its_trace() {
+    let w = Work::new();
+    let t = w.path("sh.trace");
+    let mut c = w.cmd();
+    c.arg("record")
+        .arg("-o")
+        .arg(&t)
+        .args(["--", "sh", "-c", "echo hi; exec /bin/echo there"]);
+    let o = run_limited(c, Duration::from_secs(60));
+    let r = recorded(t, &o);
+    assert_eq!((r.status, r.stdout.as_slice()), (0, &b"hi\nthere\n"[..]));
+    let (_, bytes) = replay_cut_as(
+        &w,
+        &r,
+        "the program ended with status 0 where the runtime did not see it: it exec'd another program, or made the exit system call by itself with Syscall User Dispatch off",
+    );
+    assert_eq!(bytes, 9, "the output was not replayed whole");
+}
+
 #[test]
 fn program_killed_from_outside_replays_to_the_cut() {
     let p = killed();

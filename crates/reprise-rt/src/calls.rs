@@ -403,4 +403,12 @@ pub unsafe extern "C" fn reprise_exec_note(path: *const core::ffi::c_char) {
         t.tid,
         t.sh().events.load(Ordering::Relaxed)
     );
+    // The recording ends here if the exec succeeds: send what is buffered now, as a periodic
+    // flush does (every thread's records, the free stripes' vectors), so that the trace holds
+    // the run up to the exec (else a program that exec'd at once kept no trace, and one that
+    // exec'd after its work kept only what the last periodic flush had sent).
+    crate::state::status_header()
+        .flush_epoch
+        .fetch_add(1, Ordering::Relaxed);
+    crate::leap::periodic_flush(t);
 }
