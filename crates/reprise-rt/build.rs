@@ -14,6 +14,7 @@ const SOURCES: &[&str] = &[
     "csrc/shim_threads.c",
     "csrc/shim_names.c",
     "csrc/shim_dl.c",
+    "csrc/shim_child.c",
 ];
 
 fn main() {

@@ -2,7 +2,8 @@
 //! any depth or by cancellation (cleanup handlers and C++ destructors run by glibc's forced
 //! unwind), a main thread that ends by `pthread_exit`, a program that names its own globals and
 //! functions `send`, `recv`, `poll`, `time`, `read`, heaps of many gigabytes mostly untouched,
-//! and input read through stdio from a file or pipe on stdin and from `fopen`ed files.
+//! input read through stdio from a file or pipe on stdin and from `fopen`ed files, and fork
+//! children writing into pipes the program reads (bash's command substitutions).
 //!
 //! Each program is built with gcc and with clang and recorded [`RECORDINGS`] times; every
 //! recording must show what the program prints when it works (the cleanup handlers' and
@@ -422,4 +423,67 @@ fn the_closing_line_starts_a_line_after_a_program_left_one_open() {
         err.contains("half a line\nreprise: replay verified"),
         "{err}"
     );
+}
+
+/// What each child of `fork_pipe` gives main, as printed natively.
+const FORK_PIPE_OUT: &str = "late: 5 bytes, late\nlate: status 0\n\
+    bulk: 262144 bytes, sum 28360704, status 0, its pid\n\
+    lines: 3000, sum 4501500, status 0, its pid\n";
+
+/// Fork children writing into pipes the program reads, closes and waits for (a shell's
+/// `x=$(cmd)`), full mode and sync mode, 8 recordings each: the children run again in replay,
+/// whose reads of their pipes read what they write again, as the recording did, and whose waits
+/// reap the same children; the program gets the recorded bytes and statuses. Before, replay
+/// read nothing: main closed the pipe before the late child wrote, which died of SIGPIPE, and
+/// `waitpid` gave status 13 (every replay of `fork_pipe` diverged).
+#[test]
+fn fork_children_writing_into_pipes_replay_verified() {
+    let p = program("fork_pipe");
+    let w = Work::new();
+    for bin in [w.build(&p, "gcc"), w.build_plain(&p)] {
+        for i in 0..8 {
+            let r = record(&w, &bin, &[], &format!("{bin}-{i}.trace"), &[]);
+            assert_eq!(String::from_utf8_lossy(&r.stdout), FORK_PIPE_OUT);
+            assert_eq!(r.status, 0);
+            replay_kept(&w, &r, &format!("{bin}-{i}"));
+        }
+    }
+}
+
+/// bash (sync mode) reading its children through pipes: command substitutions (one whose
+/// subshell writes late, one of 588 KB, one of a pipeline) and a pipeline of three commands;
+/// each recorded 8 times, printing what bash prints natively, and replayed verified. The
+/// first two diverged in every replay before (the substitution's status, `$?`, was SIGPIPE's
+/// 141), and `y=$(ls / | wc -l)` in some.
+#[test]
+fn bash_command_substitutions_and_pipelines_replay_verified() {
+    let w = Work::new();
+    let scripts = [
+        r#"x=$(sleep 0.02; echo late); echo "$x $?""#,
+        r#"x=$(seq 1 100000); echo ${#x} $?"#,
+        r#"x=$(echo hi); echo $x; y=$(ls / | wc -l); echo $y"#,
+        r#"echo a b c | tr a-z A-Z | wc -c"#,
+    ];
+    for (k, script) in scripts.iter().enumerate() {
+        let native = Command::new("/bin/bash")
+            .args(["-c", script])
+            .current_dir(w.dir.path())
+            .output()
+            .unwrap();
+        assert!(native.status.success(), "{script}");
+        for i in 0..8 {
+            let t = w.path(&format!("bash-{k}-{i}.trace"));
+            let mut c = w.cmd();
+            c.arg("record").arg("-o").arg(&t);
+            c.args(["--", "/bin/bash", "-c", script]);
+            let r = recorded(t, &run_limited(c, std::time::Duration::from_secs(120)));
+            assert_eq!(
+                String::from_utf8_lossy(&r.stdout),
+                String::from_utf8_lossy(&native.stdout),
+                "{script}"
+            );
+            assert_eq!(r.status, 0, "{script}");
+            replay_kept(&w, &r, &format!("bash-{k}-{i}"));
+        }
+    }
 }

@@ -8,7 +8,7 @@
  * limits as recorded results), shim_omp.c (OpenMP's locks, ordered like mutexes), shim_fs.c (changes to the file system besides
  * writes: revocable; path status calls: recorded), shim_net.c (sockets, poll, select, epoll),
  * shim_threads.c (thread start and end, cancellation points, blocking waits, the unwinder's own
- * calls), shim_names.c (the weak stubs in front of the Rust interposers) and shim_dl.c (dlopen:
+ * calls), shim_child.c (fork children: their pids, the wait family, the pipes they write), shim_names.c (the weak stubs in front of the Rust interposers) and shim_dl.c (dlopen:
  * libraries the program loads itself, reported to the launcher).
  *
  * Why these exist (glibc-internal locks are invisible to interposition): stdio streams and the libc
@@ -114,6 +114,14 @@ SHIM_HIDDEN void reprise_shim_mark_written(int fd);
 struct stat;
 SHIM_HIDDEN int reprise_shim_wrote(const struct stat *st);
 SHIM_HIDDEN int reprise_shim_placeholder(int want);
+/* Children and their pipes (shim_child.c, which says what each is). */
+SHIM_HIDDEN void reprise_shim_pipe_made(const int p[2]);
+SHIM_HIDDEN void reprise_shim_pipe_written(const struct stat *st);
+SHIM_HIDDEN int reprise_shim_child_pipe(const struct stat *st);
+SHIM_HIDDEN void reprise_shim_drain(int fd, void *scratch, size_t cap, long want);
+SHIM_HIDDEN void reprise_shim_child_made(pid_t real);
+/* Replay: the thread's next recorded result, not taken, without a runtime entry (calls.rs). */
+extern uint64_t reprise_peek_result(uint64_t dflt);
 /* Replay of a descriptor-allocating call: hold its turn across the entries that give back its
  * result, until the descriptor is made (calls.rs; reprise_shim_placeholder ends it). */
 extern void reprise_fd_hold_begin(void);

@@ -33,8 +33,23 @@ int close(int fd)
         reprise_ordered(&reprise_shim_fd_alloc_obj);       \
         return real_##name args;                           \
     }
-FD_ORDERED(int, pipe, (int p[2]), (p))
-FD_ORDERED(int, pipe2, (int p[2], int flags), (p, flags))
+/* Pipes: noted while recording, for the reads of the ones a child writes (shim_child.c). */
+int pipe(int p[2])
+{
+    REAL(int, pipe, (int *));
+    reprise_ordered(&reprise_shim_fd_alloc_obj);
+    int r = real_pipe(p);
+    if (r == 0) reprise_shim_pipe_made(p);
+    return r;
+}
+int pipe2(int p[2], int flags)
+{
+    REAL(int, pipe2, (int *, int));
+    reprise_ordered(&reprise_shim_fd_alloc_obj);
+    int r = real_pipe2(p, flags);
+    if (r == 0) reprise_shim_pipe_made(p);
+    return r;
+}
 FD_ORDERED(int, dup, (int fd), (fd))
 FD_ORDERED(int, dup2, (int fd, int to), (fd, to))
 FD_ORDERED(int, dup3, (int fd, int to, int flags), (fd, to, flags))

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <linux/magic.h>
 
-enum { IO_EMULATE = 1, IO_REEXEC = 2 };
+enum { IO_EMULATE = 1, IO_REEXEC = 2, IO_PIPE = 3 };
 
 /* Files (dev, inode) this program wrote while recording: their reads and mappings are
  * recorded. Past NWRITTEN files (a database's many table files) every file counts as written:
@@ -40,7 +40,9 @@ static void unlock_w(void) { shim_unlock(&written_lock); }
 void reprise_shim_mark_written(int fd)
 {
     struct stat st;
-    if (RAW_FSTAT(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+    if (RAW_FSTAT(fd, &st) != 0) return;
+    if (S_ISFIFO(st.st_mode)) reprise_shim_pipe_written(&st);
+    if (!S_ISREG(st.st_mode)) return;
     lock_w();
     int found = 0;
     for (int i = 0; i < nwritten; i++)
@@ -56,11 +58,13 @@ void reprise_shim_mark_written(int fd)
 }
 
 /* How a read of fd goes (decided while recording; replay follows the recorded class).
- * Repeatable (re-executed in replay, its length and a hash of its bytes checked) when fd is a
- * regular file (not stdin, /proc or /sys) the program has not opened for writing, and either
- * `--hash-reads` was given or the file is large (REEXEC_FILE_SIZE at the read: recording the
- * bytes of large inputs dominates the cost of recording programs that read them); never with
- * `--portable`. Otherwise recordable (the bytes go to the trace). */
+ * A pipe the program made and never wrote into (a child writes it: shim_child.c) is IO_PIPE:
+ * recorded, and drained in replay as the child writes it again. Repeatable (re-executed in
+ * replay, its length and a hash of its bytes checked) when fd is a regular file (not stdin,
+ * /proc or /sys) the program has not opened for writing, and either `--hash-reads` was given
+ * or the file is large (REEXEC_FILE_SIZE at the read: recording the bytes of large inputs
+ * dominates the cost of recording programs that read them); never with `--portable`.
+ * Otherwise recordable (the bytes go to the trace). */
 extern int reprise_read_flags(void);
 #define RF_HASH_ALL 1
 #define RF_PORTABLE 2
@@ -141,9 +145,10 @@ static int wrote(const struct stat *st)
 
 static int file_read_class(int fd, int rf)
 {
-    if (fd == 0 || (rf & RF_PORTABLE)) return IO_EMULATE;
     struct stat st;
-    if (RAW_FSTAT(fd, &st) != 0 || !S_ISREG(st.st_mode)) return IO_EMULATE;
+    if (RAW_FSTAT(fd, &st) != 0) return IO_EMULATE;
+    if (reprise_shim_child_pipe(&st)) return IO_PIPE;
+    if (fd == 0 || (rf & RF_PORTABLE) || !S_ISREG(st.st_mode)) return IO_EMULATE;
     if (!(rf & RF_HASH_ALL) && st.st_size < REEXEC_FILE_SIZE) return IO_EMULATE;
     if (pseudo_fs(fd, st.st_dev)) return IO_EMULATE;
     if (wrote(&st)) return IO_EMULATE;
@@ -169,6 +174,7 @@ static int read_class(int fd) { return reprise_active() ? file_read_class(fd, re
 /* For capture.rs (inside the SIGSYS handler: plain code, raw system calls only). */
 int reprise_capture_read_class(int fd) { return file_read_class(fd, reprise_read_flags()); }
 void reprise_capture_mark_written(int fd) { reprise_shim_mark_written(fd); }
+void reprise_capture_drain(int fd, void *buf, size_t cap, long want) { reprise_shim_drain(fd, buf, cap, want); }
 /* Replay of an open made inside stdio: descriptor `want` (the recording's) is the file itself
  * for reading when it can be opened, else /dev/null (a file opened for writing always: stdio's
  * writes then vanish; its reads come from the trace). */
@@ -256,7 +262,7 @@ static long do_read(int fd, void *buf, size_t n, long (*real)(int, void *, size_
     if (!reprise_active()) return real(fd, buf, n, extra);
     reprise_safe_point();
     int cls = io_class(reprise_io_replaying() ? 0 : read_class(fd));
-    if (cls == IO_EMULATE) {
+    if (cls != IO_REEXEC) {
         long r = -1;
         int e = 0;
         /* What the read's SIGSYS would do, without the signal; in replay too, which makes no
@@ -265,7 +271,12 @@ static long do_read(int fd, void *buf, size_t n, long (*real)(int, void *, size_
         if (!reprise_io_replaying()) {
             CANCELLABLE(NULL, r = real(fd, buf, n, extra));
             e = errno;
-        } else CANCEL_POINT();
+        } else {
+            CANCEL_POINT();
+            /* A child's pipe: what the child writes again is read here, before the result's
+             * entry, where the recording read it (shim_child.c). */
+            if (cls == IO_PIPE) reprise_shim_drain(fd, buf, n, (long)reprise_peek_result((uint64_t)-1));
+        }
         r = reprise_shim_io_result(r, e);
         if (r > 0) reprise_io_data(buf, (size_t)r);
         return r;
@@ -324,11 +335,17 @@ ssize_t readv(int fd, const struct iovec *iov, int cnt)
     if (!reprise_active()) return real_readv(fd, iov, cnt);
     reprise_safe_point();
     int cls = io_class(reprise_io_replaying() ? 0 : read_class(fd));
-    if (cls == IO_EMULATE) {
+    if (cls != IO_REEXEC) {
         long r = -1;
         int e = 0;
         if (!reprise_io_replaying()) { CANCELLABLE(NULL, r = real_readv(fd, iov, cnt)); e = errno; }
-        else CANCEL_POINT();
+        else {
+            CANCEL_POINT();
+            int i = 0;
+            while (i < cnt - 1 && iov[i].iov_len == 0) i++;
+            if (cls == IO_PIPE && cnt > 0)
+                reprise_shim_drain(fd, iov[i].iov_base, iov[i].iov_len, (long)reprise_peek_result((uint64_t)-1));
+        }
         r = reprise_shim_io_result(r, e);
         if (r > 0) data_iov(iov, cnt, r);
         return r;
@@ -424,9 +441,11 @@ static long do_write(int fd, const void *buf, size_t n, long (*real)(int, const 
     /* What the write's SIGSYS would do, without the signal; in replay too (see do_read). */
     reprise_safe_point();
     if (!reprise_io_replaying()) {
+        /* Before the write: a thread reading the pipe must not take the bytes of an unmarked
+         * write for a child's (shim_child.c). */
+        reprise_shim_mark_written(fd);
         CANCELLABLE(NULL, r = real(fd, buf, n, extra));
         e = errno;
-        if (r > 0) reprise_shim_mark_written(fd);
     } else CANCEL_POINT();
     reprise_io_check(h, "the data of a write (the program wrote something else)");
     return reprise_shim_io_result(r, e);

@@ -347,8 +347,25 @@ int pclose(FILE *f)
     int r = real_pclose(f);
     return (int)reprise_shim_io_result(r, errno);
 }
-SPAWNING(int, posix_spawn, (pid_t *p, const char *f, const posix_spawn_file_actions_t *a, const posix_spawnattr_t *at, char *const av[], char *const ev[]), (p, f, a, at, av, ev))
-SPAWNING(int, posix_spawnp, (pid_t *p, const char *f, const posix_spawn_file_actions_t *a, const posix_spawnattr_t *at, char *const av[], char *const ev[]), (p, f, a, at, av, ev))
+/* posix_spawn's child is noted as fork's is (shim_child.c: a recorded wait names it). */
+#define SPAWN_PID(name)                                                                      \
+    int name(pid_t *p, const char *f, const posix_spawn_file_actions_t *a,                  \
+             const posix_spawnattr_t *at, char *const av[], char *const ev[])               \
+    {                                                                                        \
+        REAL(int, name, (pid_t *, const char *, const posix_spawn_file_actions_t *,         \
+                         const posix_spawnattr_t *, char *const[], char *const[]));         \
+        reprise_safe_point();                                                                \
+        pid_t own = -1;                                                                      \
+        reprise_tsc_trap(0);                                                                 \
+        int r = real_##name(p ? p : &own, f, a, at, av, ev);                                 \
+        int e = errno;                                                                       \
+        reprise_tsc_trap(1);                                                                 \
+        reprise_shim_child_made(r == 0 ? (p ? *p : own) : -1);                               \
+        errno = e;                                                                           \
+        return r;                                                                            \
+    }
+SPAWN_PID(posix_spawn)
+SPAWN_PID(posix_spawnp)
 EXECING(int, execve, (const char *f, char *const av[], char *const ev[]), (f, av, ev), f)
 EXECING(int, execv, (const char *f, char *const av[]), (f, av), f)
 EXECING(int, execvp, (const char *f, char *const av[]), (f, av), f)

@@ -343,12 +343,22 @@ pub fn flush_log(tid: u32) {
 /// Replay: whether thread `t`'s next recorded result is `v`, logged at event `e` (a mark a call
 /// looks for before it decides how to go on: a cancellation, a static's initialisation).
 pub fn next_result_is(t: &Thread, e: u64, v: u64) -> bool {
-    let Some(ti) = state::thread_index(t.tid) else {
-        return false;
-    };
+    next_result(t, e) == Some(v)
+}
+
+/// Replay: thread `t`'s next recorded result, when it was logged at event `e` (not taken).
+pub fn next_result(t: &Thread, e: u64) -> Option<u64> {
+    next_result_from(t, e, e)
+}
+
+/// Replay: thread `t`'s next recorded result, when it was logged at an event from `e` to
+/// `last` (not taken).
+pub fn next_result_from(t: &Thread, e: u64, last: u64) -> Option<u64> {
+    let ti = state::thread_index(t.tid)?;
     let rs = state::pairs(ti.results_off, ti.results_len);
     rs.get(t.sh().next_result.load(Ordering::Relaxed))
-        .is_some_and(|r| r.event == e && r.value == v)
+        .filter(|r| (e..=last).contains(&r.event))
+        .map(|r| r.value)
 }
 
 /// A nondeterministic result: recorded while recording; returned from the trace in replay.

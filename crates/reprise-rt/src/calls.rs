@@ -158,6 +158,28 @@ pub extern "C" fn reprise_input(live: u64) -> u64 {
     access::result(t, if replaying() { None } else { Some(live) })
 }
 
+/// Replay: the calling thread's next recorded result, else `dflt`; not taken, and no runtime
+/// entry (nothing counted, no signal delivered). For a call replay makes for real before its
+/// result's entry, where the recording made it, and which needs the recorded outcome to do so
+/// (`shim_child.c`: the child a recorded wait reaped is reaped before the entry at which a
+/// signal recorded after that wait is delivered). That entry's deliveries are events of their
+/// own (a turn on the signal's stripe) before the result is logged: the result may belong to
+/// a later event than the thread's current one (dash's SIGCHLD, delivered after its `wait3`).
+#[no_mangle]
+pub extern "C" fn reprise_peek_result(dflt: u64) -> u64 {
+    let t = state::cur();
+    if state::mode() != state::M_REPLAY || t.is_null() || state::IN_RT.with(|c| c.get()) {
+        return dflt;
+    }
+    // SAFETY: the current thread's own slot, outside any runtime entry; only read here.
+    let t = unsafe { &*t };
+    let e = t.sh().events.load(Ordering::Relaxed);
+    access::next_result_from(t, e, e + PEEK_EVENTS).unwrap_or(dflt)
+}
+
+/// How many events (signal deliveries) may come between a peeked result's call and its entry.
+const PEEK_EVENTS: u64 = 64;
+
 /// Replay: the program was given thread id `given` (the recording's) for the calling thread.
 #[no_mangle]
 pub extern "C" fn reprise_note_given_tid(given: u32) {

@@ -77,11 +77,15 @@ pub extern "C" fn reprise_capture_end(began: c_int) {
 }
 
 extern "C" {
-    /// `IO_EMULATE` (1) or `IO_REEXEC` (2) for a read of `fd` (the shim's read classes).
+    /// `IO_EMULATE` (1), `IO_REEXEC` (2) or `IO_PIPE` (3) for a read of `fd` (the shim's read
+    /// classes).
     fn reprise_capture_read_class(fd: c_int) -> c_int;
     fn reprise_hash_bytes(seed: u64, p: *const u8, n: usize) -> u64;
     /// Note that the program writes the file of `fd` (its reads are then recorded).
     fn reprise_capture_mark_written(fd: c_int);
+    /// Replay of a read of a child's pipe: read and drop what the child writes again, up to
+    /// `want` bytes (to the end of file for 0), into the program's buffer (shim_child.c).
+    fn reprise_capture_drain(fd: c_int, buf: *mut u8, cap: usize, want: i64);
     /// Replay of an open: give descriptor `want` the file for reading, or /dev/null.
     fn reprise_capture_replay_open(dirfd: c_int, path: *const i8, flags: c_int, want: c_int);
     /// 1 or 2 when `fd` is standard output or error under another number, else 0.
@@ -89,6 +93,7 @@ extern "C" {
 }
 
 const IO_REEXEC: u64 = 2;
+const IO_PIPE: u64 = 3;
 const TCGETS: u64 = 0x5401;
 /// The kernel's `struct termios` (what TCGETS writes).
 const KTERMIOS: usize = 36;
@@ -260,6 +265,10 @@ fn captured(t: &mut Thread, nr: i64, a: &[u64; 6]) -> Option<i64> {
                 return Some(r);
             }
             let r = outcome(t, || native(nr, a));
+            if cls == IO_PIPE && replaying() && nr == libc::SYS_read {
+                // SAFETY: the program's buffer of a[2] bytes, which the recorded data fills next.
+                unsafe { reprise_capture_drain(fd, a[1] as *mut u8, a[2] as usize, r) };
+            }
             if r > 0 {
                 if vec {
                     data_iov(t, a[1], a[2], r as usize);
@@ -358,7 +367,13 @@ fn captured(t: &mut Thread, nr: i64, a: &[u64; 6]) -> Option<i64> {
                 outcome(t, || unsafe { reprise_capture_out_stream(fd as c_int) }
                     as i64)
             };
-            let r = outcome(t, || native(nr, a));
+            let r = outcome(t, || {
+                // Marked before the write (shim_child.c: a pipe the program writes into is not
+                // a child's).
+                // SAFETY: plain C helper of the shim (fstat of the descriptor).
+                unsafe { reprise_capture_mark_written(fd) };
+                native(nr, a)
+            });
             if stream > 0 && replaying() && r > 0 {
                 let mut b = *a;
                 b[0] = stream as u64;

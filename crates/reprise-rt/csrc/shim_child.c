@@ -1,0 +1,191 @@
+/* shim_child.c: the processes a recorded program forks, and the pipes they write into.
+ * A fork child runs unrecorded (lifecycle.rs), and runs again in replay; what it gives the
+ * program is an outside input: the bytes it writes into a pipe the program reads (shim_fdio.c's
+ * IO_PIPE class) and its status from the wait family, both recorded and given back in replay.
+ * Replay keeps the children in step with the program, as they were while recording: each read
+ * of such a pipe reads and drops what the child writes, up to the recorded count (to the end
+ * of file for a recorded end of file), and each wait that reaped a child reaps the same child
+ * (blocking until it ends). Before, replay read nothing: the program closed the pipe before the
+ * child wrote, the child died of SIGPIPE, and waitpid gave the program another status
+ * (`x=$(echo hi)` in bash; fork_pipe.c: about 4 replays in 10 diverged). */
+#include "shim.h"
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+/* ---- pipes the program made (pipe, pipe2), while recording ---------------------------------
+ * A read of one of them that the program never wrote into (through an interposed write) reads
+ * what another process wrote: a child, which replay runs again. The most recent NPIPES pipes;
+ * a read of an older one is a plain recorded read (replay then drains nothing). */
+#define NPIPES 256
+static struct { dev_t dev; ino_t ino; int written; } pipes[NPIPES];
+static unsigned npipes;
+static int pipes_lock;
+
+SHIM_HIDDEN void reprise_shim_pipe_made(const int p[2])
+{
+    struct stat st;
+    if (!reprise_active() || reprise_io_replaying() || RAW_FSTAT(p[0], &st) != 0) return;
+    shim_lock(&pipes_lock);
+    unsigned i = npipes++ % NPIPES;
+    pipes[i].dev = st.st_dev;
+    pipes[i].ino = st.st_ino;
+    pipes[i].written = 0;
+    shim_unlock(&pipes_lock);
+}
+
+/* The entry of the pipe of status `st`, or -1 (the caller holds the lock). */
+static int pipe_slot(const struct stat *st)
+{
+    unsigned n = npipes < NPIPES ? npipes : NPIPES;
+    for (unsigned k = 0; k < n; k++) {
+        unsigned i = (npipes - 1 - k) % NPIPES;
+        if (pipes[i].ino == st->st_ino && pipes[i].dev == st->st_dev) return (int)i;
+    }
+    return -1;
+}
+
+/* The program writes into the pipe of `st` (marked before the write: a thread reading the
+ * pipe must never see the bytes of a write not yet marked, which replay does not perform). */
+SHIM_HIDDEN void reprise_shim_pipe_written(const struct stat *st)
+{
+    shim_lock(&pipes_lock);
+    int i = pipe_slot(st);
+    if (i >= 0) pipes[i].written = 1;
+    shim_unlock(&pipes_lock);
+}
+
+/* Whether a read of the pipe of `st` reads what another process (a child) wrote: one the
+ * program made and never wrote into. */
+SHIM_HIDDEN int reprise_shim_child_pipe(const struct stat *st)
+{
+    if (!S_ISFIFO(st->st_mode)) return 0;
+    shim_lock(&pipes_lock);
+    int i = pipe_slot(st);
+    int child = i >= 0 && !pipes[i].written;
+    shim_unlock(&pipes_lock);
+    return child;
+}
+
+/* Replay of a read of a child's pipe that read `want` bytes while recording (0: the end of
+ * file): read and drop what the child writes, up to that count, or up to the end of file;
+ * `scratch` (`cap` bytes) is the program's buffer, which the recorded bytes then fill. Raw
+ * system calls (also called from the SIGSYS handler, capture.rs). */
+SHIM_HIDDEN void reprise_shim_drain(int fd, void *scratch, size_t cap, long want)
+{
+    if (want < 0 || cap == 0) return;
+    long got = 0;
+    for (;;) {
+        size_t ask = cap;
+        if (want > 0 && (size_t)(want - got) < ask) ask = (size_t)(want - got);
+        long k = raw_syscall3(SYS_read, fd, (long)scratch, (long)ask);
+        if (k == -EINTR) continue;
+        if (k == -EAGAIN) {
+            struct pollfd pf = { .fd = fd, .events = POLLIN };
+            raw_syscall3(SYS_poll, (long)&pf, 1, -1);
+            continue;
+        }
+        if (k <= 0) return;
+        got += k;
+        if (want > 0 && got >= want) return;
+    }
+}
+
+/* ---- children: the recording's pid of each, and the replay's -------------------------------
+ * The program sees the real pids (fork's result) in both runs; a recorded wait result names
+ * the recording's child, which replay finds here. */
+#define NCHILDREN 1024
+static struct { pid_t rec, real; } children[NCHILDREN];
+static unsigned nchildren;
+static int children_lock;
+
+/* A child started (fork, posix_spawn): `real` is its pid in this run, or -1. */
+SHIM_HIDDEN void reprise_shim_child_made(pid_t real)
+{
+    if (!reprise_active()) return;
+    pid_t rec = (pid_t)reprise_input((uint64_t)(int64_t)real);
+    if (!reprise_io_replaying() || rec <= 0 || real <= 0) return;
+    shim_lock(&children_lock);
+    unsigned i = nchildren++ % NCHILDREN;
+    children[i].rec = rec;
+    children[i].real = real;
+    shim_unlock(&children_lock);
+}
+
+/* The replay's pid of the recording's child `rec`, or 0. */
+static pid_t child_now(pid_t rec)
+{
+    pid_t real = 0;
+    shim_lock(&children_lock);
+    unsigned n = nchildren < NCHILDREN ? nchildren : NCHILDREN;
+    for (unsigned k = 0; k < n && !real; k++) {
+        unsigned i = (nchildren - 1 - k) % NCHILDREN;
+        if (children[i].rec == rec) real = children[i].real;
+    }
+    shim_unlock(&children_lock);
+    return real;
+}
+
+pid_t fork(void)
+{
+    REAL(pid_t, fork, (void));
+    if (!reprise_active()) return real_fork();
+    pid_t p = real_fork();
+    if (p == 0) return 0; /* the child: its runtime is off */
+    int e = errno;
+    reprise_shim_child_made(p);
+    errno = e;
+    return p;
+}
+
+/* ---- the wait family: recorded results, the same child reaped in replay ------------------ */
+static pid_t child_wait(pid_t pid, int *status, int options, struct rusage *ru)
+{
+    REAL(pid_t, wait4, (pid_t, int *, int, struct rusage *));
+    if (!reprise_active()) return real_wait4(pid, status, options, ru);
+    reprise_safe_point();
+    CANCEL_POINT();
+    int s = 0;
+    long r = -1;
+    int e = 0;
+    pid_t now = 0;
+    if (!reprise_io_replaying()) {
+        CANCELLABLE(NULL, r = real_wait4(pid, &s, options, ru));
+        e = errno;
+    } else {
+        /* Before the result's runtime entry, where the recording's wait had returned (a
+         * signal recorded there is delivered there: bash's SIGCHLD handler waits again). */
+        pid_t rec = (pid_t)reprise_peek_result((uint64_t)-1);
+        if (rec > 0) {
+            now = child_now(rec);
+            pid_t want = now > 0 ? now : pid;
+            int s2;
+            long k;
+            while ((k = real_wait4(want, &s2, options & ~WNOHANG, NULL)) < 0 && errno == EINTR) {}
+            if (now <= 0 && k > 0) now = (pid_t)k;
+        }
+    }
+    r = reprise_shim_io_result(r, e);
+    e = errno;
+    if (r > 0) {
+        s = (int)reprise_input((uint64_t)(unsigned)s);
+        if (status) *status = s;
+        if (ru) reprise_io_data(ru, sizeof *ru);
+        if (reprise_io_replaying() && now > 0) r = now;
+    }
+    errno = e;
+    return (pid_t)r;
+}
+
+pid_t wait(int *status) { return child_wait(-1, status, 0, NULL); }
+pid_t waitpid(pid_t pid, int *status, int options) { return child_wait(pid, status, options, NULL); }
+pid_t wait3(int *status, int options, struct rusage *ru) { return child_wait(-1, status, options, ru); }
+pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru) { return child_wait(pid, status, options, ru); }
+
+/* The C interposers of this file (weak: shim_names.c says why). */
+#pragma weak fork
+#pragma weak wait
+#pragma weak waitpid
+#pragma weak wait3
+#pragma weak wait4
