@@ -1,6 +1,8 @@
 /* check_then_act.c - atomicity violation: "if (balance >= amt) { window;
  * balance -= amt; }" executed concurrently without a lock, so the balance can
- * be overdrawn and updates can be lost.  argv[1] = race-window width. */
+ * be overdrawn and updates can be lost.  argv[1] = race-window width, argv[2]
+ * = withdrawal attempts per thread (default 10000; the initial balance is 3/2
+ * of it). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 
 static volatile int balance = INITIAL;
 static int window = 150;
+static int attempts = ATTEMPTS, initial = INITIAL;
 static pthread_barrier_t start;
 
 struct result {
@@ -29,7 +32,7 @@ static void *worker(void *arg)
 {
     struct result *r = arg;
     pthread_barrier_wait(&start);
-    for (int k = 0; k < ATTEMPTS; k++) {
+    for (int k = 0; k < attempts; k++) {
         if (balance >= AMOUNT) {     /* check */
             delay(window);           /* race window */
             balance -= AMOUNT;       /* act (itself a non-atomic RMW) */
@@ -44,6 +47,10 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
     if (argc > 1) window = atoi(argv[1]);
+    if (argc > 2) {
+        attempts = atoi(argv[2]);
+        initial = balance = attempts * 3 / 2;
+    }
     pthread_t th[NTHREADS];
     pthread_barrier_init(&start, NULL, NTHREADS);
     for (int i = 0; i < NTHREADS; i++) pthread_create(&th[i], NULL, worker, &res[i]);
@@ -55,7 +62,7 @@ int main(int argc, char **argv)
         viol += res[i].violations;
     }
     printf("initial=%d granted=%d final_balance=%d overdraw_violations=%d consistent=%s\n",
-           INITIAL, granted, balance, viol,
-           (INITIAL - granted * AMOUNT == balance) ? "yes" : "no");
+           initial, granted, balance, viol,
+           (initial - granted * AMOUNT == balance) ? "yes" : "no");
     return 0;
 }

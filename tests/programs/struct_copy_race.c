@@ -5,7 +5,8 @@
  * Every write stores a consistent generation g: {g, 2g+1, 3g+2, ~g, g^K}.
  * The reader keeps copying until the writer is done and checks each copy:
  * a copy whose fields disagree is torn.  argv[1] = delay-loop width between
- * accesses.  Prints the number of reads, torn copies, generation changes
+ * accesses, argv[2] = writes (default 40000; the reader stops after 5/2 as
+ * many reads).  Prints the number of reads, torn copies, generation changes
  * seen and a checksum of everything read. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -27,6 +28,8 @@ struct rec {
 
 static struct rec shared = { 0, 1, 2, ~0LL, KEY };  /* racy, no lock */
 static int window = 60;
+static long long writes = WRITES;
+static long maxreads = MAXREADS;
 static int arrived;
 static int writer_done;    /* atomic */
 static int reader_started; /* atomic */
@@ -47,7 +50,7 @@ static void *writer(void *arg)
     (void)arg;
     gate();
     while (!__atomic_load_n(&reader_started, __ATOMIC_SEQ_CST)) sched_yield();
-    for (long long g = 1; g <= WRITES; g++) {
+    for (long long g = 1; g <= writes; g++) {
         struct rec local = { g, 2 * g + 1, 3 * g + 2, ~g, g ^ KEY };
         __asm__ volatile("" ::: "memory");
         shared = local;               /* racy struct write */
@@ -64,7 +67,7 @@ static void *reader(void *arg)
     struct rstats *st = arg;
     long long last = -1;
     gate();
-    while (st->reads < MAXREADS && !__atomic_load_n(&writer_done, __ATOMIC_SEQ_CST)) {
+    while (st->reads < maxreads && !__atomic_load_n(&writer_done, __ATOMIC_SEQ_CST)) {
         struct rec copy;
         __asm__ volatile("" ::: "memory");
         copy = shared;                /* racy struct read */
@@ -83,6 +86,10 @@ static void *reader(void *arg)
 int main(int argc, char **argv)
 {
     if (argc > 1) window = atoi(argv[1]);
+    if (argc > 2) {
+        writes = atoll(argv[2]);
+        maxreads = (long)(writes * 5 / 2);
+    }
     struct rstats st = { 0, 0, 0, 0 };
     pthread_t w, r;
     pthread_create(&r, NULL, reader, &st);
