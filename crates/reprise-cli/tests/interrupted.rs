@@ -17,12 +17,20 @@ const RECORDINGS: usize = 20;
 /// Start `reprise record` of `bin` (in its own process group, as a shell runs a command), and
 /// wait until the program printed its `ready pid=N` line; returns the recorder and N.
 fn start_interrupted(w: &Work, bin: &str, trace: &Path) -> (std::process::Child, i32, Vec<u8>) {
+    start_interrupted_with(w, bin, trace, Stdio::null())
+}
+
+/// [`start_interrupted`] with the program's standard input `stdin`.
+fn start_interrupted_with(
+    w: &Work,
+    bin: &str,
+    trace: &Path,
+    stdin: Stdio,
+) -> (std::process::Child, i32, Vec<u8>) {
     use std::io::Read;
     use std::os::unix::process::CommandExt;
     let mut c = w.record_cmd(trace, &[], bin);
-    c.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    c.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
     c.process_group(0);
     let mut child = c.spawn().unwrap();
     let mut out = Vec::new();
@@ -311,5 +319,58 @@ fn a_replay_stopped_by_a_signal_says_so() {
             "{err}"
         );
         assert!(!alive(programs[0]), "the program outlived its replay");
+    }
+}
+
+/// Waits for a line on stdin with stdio, as a UCI chess engine waits for its next command.
+const WAIT_LINE: &str = r#"#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+    char b[64];
+    printf("ready pid=%d\n", getpid());
+    fflush(stdout);
+    char *r = fgets(b, sizeof b, stdin);
+    printf("fgets returned %s\n", r ? "a line" : "NULL");
+    return 0;
+}
+"#;
+
+/// A program waiting for input in stdio (`fgets` on a pipe nobody writes) ends at SIGINT, as
+/// it does natively. The runtime makes stdio's read inside its Syscall User Dispatch handler;
+/// the read now marks the thread blocked (`capture.rs`), where the signal had waited for the
+/// read to return: for a line or the end of the input (Ctrl-C did nothing to a recorded chess
+/// engine until a command was typed). Full and sync mode; the replay ends the same way.
+#[test]
+fn sigint_ends_a_program_waiting_in_a_stdio_read() {
+    let w = Work::new();
+    std::fs::write(w.path("wait_line.c"), WAIT_LINE).unwrap();
+    let mut full = w.cmd();
+    full.args(["cc", "-O1", "-o", "wait_line", "wait_line.c"]);
+    let mut plain = std::process::Command::new("gcc");
+    plain
+        .current_dir(w.dir.path())
+        .args(["-O1", "-o", "wait_line-plain", "wait_line.c"]);
+    for c in [full, plain] {
+        let o = run_limited(c, Duration::from_secs(300));
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    for bin in ["wait_line", "wait_line-plain"] {
+        let trace = w.path(&format!("{bin}.trace"));
+        let (mut child, _, out) = start_interrupted_with(&w, bin, &trace, Stdio::piped());
+        // Held open until the recorder ended: the read never returns by itself.
+        let input = child.stdin.take();
+        // SAFETY: signalling the recorder we started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let (status, out, err) = finish_limited(child, out);
+        drop(input);
+        assert_eq!(status, 128 + libc::SIGINT, "{bin}:\n{err}");
+        assert!(err.contains("reprise: trace saved to"), "{err}");
+        let r = Recorded {
+            trace,
+            stdout: out,
+            stderr: Vec::new(),
+            status,
+        };
+        replay_kept(&w, &r, bin);
     }
 }

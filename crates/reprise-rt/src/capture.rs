@@ -264,7 +264,16 @@ fn captured(t: &mut Thread, nr: i64, a: &[u64; 6]) -> Option<i64> {
                 }
                 return Some(r);
             }
-            let r = outcome(t, || native(nr, a));
+            // Recording: the read may wait for input (a terminal, a pipe) with the thread marked
+            // blocked, so that a terminating signal ends the process there, as it does
+            // natively (`signals::terminator`); inside the SIGSYS handler it was deferred until
+            // the read returned (Ctrl-C did nothing to a program waiting in `fgets`).
+            let live = if replaying() {
+                0
+            } else {
+                crate::sync::blocking(t, reprise_proto::WAIT_NONE, 0, || native(nr, a))
+            };
+            let r = outcome(t, || live);
             if cls == IO_PIPE && replaying() && nr == libc::SYS_read {
                 // SAFETY: the program's buffer of a[2] bytes, which the recorded data fills next.
                 unsafe { reprise_capture_drain(fd, a[1] as *mut u8, a[2] as usize, r) };
