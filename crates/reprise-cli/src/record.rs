@@ -350,6 +350,8 @@ fn record_header(
             ("held".to_string(), o.held_granules.to_string()),
             ("chaos_seed".to_string(), chaos.to_string()),
             ("mode".to_string(), mode.name().to_string()),
+            // The CPUs the program could run on (a replay on fewer warns: `replay::fewer_cpus`).
+            ("cpus".to_string(), crate::replay::usable_cpus().to_string()),
             (
                 "runtime_so_hash".to_string(),
                 match preload {

@@ -83,3 +83,42 @@ fn openmp_sync_mode() {
         replay_verified(&w, &r, How::OneCpu);
     }
 }
+
+/// A replay that may run on fewer CPUs than the recording could warns for an OpenMP program:
+/// the program sees the recorded CPUs, so libgomp's threads spin at every wait as if each had
+/// a CPU of its own, and on one CPU each wait spins its full count while the thread it waits
+/// for cannot run (clustalo: 0.15 s natively, 25-55 s in a pinned replay). A replay on as
+/// many CPUs says nothing.
+#[test]
+fn a_replay_on_fewer_cpus_than_recorded_warns_for_openmp() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        eprintln!("one CPU: nothing to compare");
+        return;
+    }
+    let w = Work::new();
+    native(&w);
+    let trace = w.path("few.trace");
+    let o = run_limited(
+        w.record_cmd(&trace, &[], "openmp-native"),
+        std::time::Duration::from_secs(120),
+    );
+    let r = recorded(trace, &o);
+    let warning = format!("reprise: warning: this replay may run on 1 CPU(s), the recording on {cpus}; the program uses OpenMP");
+    let mut pinned = Command::new("taskset");
+    pinned
+        .current_dir(w.dir.path())
+        .args(["-c", "0"])
+        .arg(reprise())
+        .arg("replay")
+        .arg(&r.trace);
+    let mut plain = w.cmd();
+    plain.arg("replay").arg(&r.trace);
+    for (c, warns) in [(pinned, true), (plain, false)] {
+        let o = run_limited(c, std::time::Duration::from_secs(120));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("reprise: replay verified"), "{err}");
+        assert_eq!(err.contains(&warning), warns, "{err}");
+        assert_eq!(err.contains("this replay may run on"), warns, "{err}");
+    }
+}
