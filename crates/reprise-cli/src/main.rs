@@ -60,7 +60,7 @@ enum Cmd {
         /// Trace file to write (default: a new file in the trace directory).
         #[arg(short, long)]
         output: Option<PathBuf>,
-        /// Recording strategy: ownership (the default: records only when a variable changes owner), leap, aggreplay or tplay.
+        /// Recording strategy: ownership (the default: records only when a variable changes owner), leap, aggreplay, aggreplay+, tplay or tplay+ (the seeds' aggreplay and tplay may fail to replay some runs; their + variants replay every run).
         #[arg(long, value_enum, default_value_t = options::Strategy::Ownership)]
         strategy: options::Strategy,
         /// Digest checkpoint every N events per thread (1 = verify every event).

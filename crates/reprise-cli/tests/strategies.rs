@@ -29,6 +29,20 @@ fn replay_outcome(w: &Work, r: &Recorded) -> bool {
             err.lines().any(|l| l.starts_with("reprise: replay")),
             "no reason given:\n{err}"
         );
+        // A seed strategy's replay that failed says which variant replays every run.
+        let info =
+            String::from_utf8_lossy(&w.cmd().arg("info").arg(&r.trace).output().unwrap().stdout)
+                .into_owned();
+        for (seed, plus) in [("aggreplay", "aggreplay+"), ("tplay", "tplay+")] {
+            if info.contains(&format!("strategy {seed},")) {
+                assert!(
+                    err.contains(&format!(
+                        "record with --strategy {plus} to replay every run"
+                    )),
+                    "{err}"
+                );
+            }
+        }
         false
     }
 }
