@@ -238,10 +238,16 @@ fn judge<'a>(
             None => format!("replay diverged: {msg}"),
         };
         // On the same line: the bench classifies a failed replay by its last line.
-        return Err(why + &seed_gap(&header.strategy).replace('\n', "; "));
+        return Err(match seed_gap(&header.strategy) {
+            Some(gap) => format!("{why}; {gap}"),
+            None => why,
+        });
     }
     if let Some(report) = ended.stuck {
-        return Err(report + &seed_gap(&header.strategy));
+        return Err(match seed_gap(&header.strategy) {
+            Some(gap) => format!("{report}\n{gap}"),
+            None => report,
+        });
     }
     let b = RunOutput {
         rec: &sink.rec,
@@ -373,14 +379,14 @@ fn preflight(
 
 /// The improved variant of a seed strategy whose replays may stall by design (its log misses
 /// orders: AggrePlay's and TPLAY's papers report 86.8% and 96.6% of replays succeeding).
-/// Said after a stuck or diverged replay of such a trace (empty for the other strategies).
-fn seed_gap(strategy: &str) -> String {
+/// Said after a stuck or diverged replay of such a trace (None for the other strategies).
+fn seed_gap(strategy: &str) -> Option<String> {
     let plus = match strategy {
         "aggreplay" => "aggreplay+",
         "tplay" => "tplay+",
-        _ => return String::new(),
+        _ => return None,
     };
-    format!("\n{strategy}'s log, as its paper specifies it, misses orders some replays need (a known gap of the seed, not a damaged trace): record with --strategy {plus} to replay every run")
+    Some(format!("{strategy}'s log, as its paper specifies it, misses orders some replays need (a known gap of the seed, not a damaged trace): record with --strategy {plus} to replay every run"))
 }
 
 /// The CPUs this process may run on (its affinity: `taskset` counts).

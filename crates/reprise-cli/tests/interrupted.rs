@@ -343,20 +343,9 @@ int main(void) {
 #[test]
 fn sigint_ends_a_program_waiting_in_a_stdio_read() {
     let w = Work::new();
-    std::fs::write(w.path("wait_line.c"), WAIT_LINE).unwrap();
-    let mut full = w.cmd();
-    full.args(["cc", "-O1", "-o", "wait_line", "wait_line.c"]);
-    let mut plain = std::process::Command::new("gcc");
-    plain
-        .current_dir(w.dir.path())
-        .args(["-O1", "-o", "wait_line-plain", "wait_line.c"]);
-    for c in [full, plain] {
-        let o = run_limited(c, Duration::from_secs(300));
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
-    for bin in ["wait_line", "wait_line-plain"] {
+    for bin in w.build_source("wait_line", WAIT_LINE, "-O1") {
         let trace = w.path(&format!("{bin}.trace"));
-        let (mut child, _, out) = start_interrupted_with(&w, bin, &trace, Stdio::piped());
+        let (mut child, _, out) = start_interrupted_with(&w, &bin, &trace, Stdio::piped());
         // Held open until the recorder ended: the read never returns by itself.
         let input = child.stdin.take();
         // SAFETY: signalling the recorder we started.
@@ -371,6 +360,6 @@ fn sigint_ends_a_program_waiting_in_a_stdio_read() {
             stderr: Vec::new(),
             status,
         };
-        replay_kept(&w, &r, bin);
+        replay_kept(&w, &r, &bin);
     }
 }

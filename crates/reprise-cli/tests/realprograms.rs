@@ -377,19 +377,8 @@ int main(void) {
 #[test]
 fn an_ignored_sigsegv_still_ends_a_faulting_program() {
     let w = Work::new();
-    std::fs::write(w.path("segv_ignored.c"), SEGV_IGNORED).unwrap();
-    let mut full = w.cmd();
-    full.args(["cc", "-O0", "-o", "segv_ignored", "segv_ignored.c"]);
-    let mut plain = Command::new("gcc");
-    plain
-        .current_dir(w.dir.path())
-        .args(["-O0", "-o", "segv_ignored-plain", "segv_ignored.c"]);
-    for c in [full, plain] {
-        let o = run_limited(c, std::time::Duration::from_secs(300));
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
-    for bin in ["segv_ignored", "segv_ignored-plain"] {
-        let r = record(&w, bin, &[], &format!("{bin}.trace"), &[]);
+    for bin in w.build_source("segv_ignored", SEGV_IGNORED, "-O0") {
+        let r = record(&w, &bin, &[], &format!("{bin}.trace"), &[]);
         assert_eq!(
             r.status,
             128 + libc::SIGSEGV,

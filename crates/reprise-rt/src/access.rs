@@ -343,12 +343,7 @@ pub fn flush_log(tid: u32) {
 /// Replay: whether thread `t`'s next recorded result is `v`, logged at event `e` (a mark a call
 /// looks for before it decides how to go on: a cancellation, a static's initialisation).
 pub fn next_result_is(t: &Thread, e: u64, v: u64) -> bool {
-    next_result(t, e) == Some(v)
-}
-
-/// Replay: thread `t`'s next recorded result, when it was logged at event `e` (not taken).
-pub fn next_result(t: &Thread, e: u64) -> Option<u64> {
-    next_result_from(t, e, e)
+    next_result_from(t, e, e) == Some(v)
 }
 
 /// Replay: thread `t`'s next recorded result, when it was logged at an event from `e` to

@@ -141,9 +141,11 @@ unsafe fn small_compare(
     }
 }
 
+/// Whether a wrapped call is the program's, to be ordered: not the runtime's own (its copies,
+/// its formatting), not sync mode (no access callbacks). Also `strfns`'.
 #[inline(always)]
-fn in_rt() -> bool {
-    crate::state::IN_RT.with(|c| c.get())
+pub(crate) fn ordered() -> bool {
+    !crate::state::IN_RT.with(|c| c.get()) && !crate::preload::sync()
 }
 
 /// memcpy or memmove (`real`): a small copy ([`small_copy`]), or a ranged event, then `real`.
@@ -156,7 +158,7 @@ unsafe fn copy(
     n: usize,
     real: unsafe extern "C" fn(*mut c_void, *const c_void, usize) -> *mut c_void,
 ) -> *mut c_void {
-    if !in_rt() && !crate::preload::sync() {
+    if ordered() {
         if n <= SMALL {
             // SAFETY: the caller's contract (the copy goes through a buffer).
             unsafe { small_copy(d, s, n) };
@@ -188,7 +190,7 @@ pub unsafe extern "C" fn __wrap_memmove(d: *mut c_void, s: *const c_void, n: usi
 /// The contract of `memset`: `d` valid for writes of `n` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn __wrap_memset(d: *mut c_void, c: i32, n: usize) -> *mut c_void {
-    if !in_rt() && !crate::preload::sync() {
+    if ordered() {
         if n <= SMALL {
             crate::tsan::__tsan_write_range(d, n);
         } else {
@@ -208,7 +210,7 @@ unsafe fn compare(
     n: usize,
     real: unsafe extern "C" fn(*const c_void, *const c_void, usize) -> i32,
 ) -> i32 {
-    if !in_rt() && !crate::preload::sync() {
+    if ordered() {
         if n <= SMALL {
             // SAFETY: the caller's contract.
             return unsafe { small_compare(a, b, n, real) };

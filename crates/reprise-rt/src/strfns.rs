@@ -14,6 +14,7 @@
 //! In sync mode and inside the runtime (its own formatting, `CStr`) they are libc's.
 #![allow(unsafe_code)]
 
+use crate::memfns::ordered;
 use crate::real::{__real_memcpy, strs as real};
 use crate::tsan::{__tsan_read_range, __tsan_write_range};
 use core::ffi::{c_char, c_int, c_void};
@@ -25,12 +26,6 @@ const CHUNK: usize = 1 << crate::ownership::GRANULE_SHIFT;
 
 /// One chunk's bytes, copied out right after its callback.
 type Buf = MaybeUninit<[u8; CHUNK]>;
-
-/// Whether the call is the program's, to be ordered (not the runtime's own, not sync mode).
-#[inline(always)]
-fn ordered() -> bool {
-    !crate::state::IN_RT.with(|c| c.get()) && !crate::preload::sync()
-}
 
 /// Copy the chunk at `p`, at most `max` bytes, into `buf` right after its read callback;
 /// returns its length (at least 1 when `max` is).
@@ -202,11 +197,13 @@ wrap! {
     fn __wrap_stpcpy / __real_stpcpy(d: *mut c_char, s: *const c_char) -> *mut c_char {
         d.add(copy(d, s, usize::MAX).0)
     }
-    /// `strncpy`: the rest of `d`'s `n` bytes filled with NULs (the wrapped `memset`).
+    /// `strncpy`: the rest of `d`'s `n` bytes, after the NUL copied, filled with NULs (the
+    /// wrapped `memset`).
     fn __wrap_strncpy / __real_strncpy(d: *mut c_char, s: *const c_char, n: usize) -> *mut c_char {
-        let (m, _) = copy(d, s, n);
-        if m < n {
-            crate::memfns::__wrap_memset(d.add(m).cast(), 0, n - m);
+        let (m, nul) = copy(d, s, n);
+        let end = m + usize::from(nul);
+        if end < n {
+            crate::memfns::__wrap_memset(d.add(end).cast(), 0, n - end);
         }
         d
     }

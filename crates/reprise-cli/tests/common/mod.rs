@@ -152,6 +152,24 @@ impl Work {
         c.args(["-O2", "-g", "-o", &out]);
         built(c, p, out)
     }
+    /// Write the C program `source` here as `{name}.c` and build it twice at `opt` (`-O1`...):
+    /// with `reprise cc` (full mode) and with plain gcc (sync mode); returns the two binaries'
+    /// names, `{name}` and `{name}-plain`.
+    pub fn build_source(&self, name: &str, source: &str, opt: &str) -> [String; 2] {
+        let src = format!("{name}.c");
+        std::fs::write(self.path(&src), source).unwrap();
+        let plain = format!("{name}-plain");
+        let mut full = self.cmd();
+        full.args(["cc", opt, "-o", name, &src]);
+        let mut gcc = Command::new("gcc");
+        gcc.current_dir(self.dir.path())
+            .args([opt, "-o", &plain, &src]);
+        for c in [full, gcc] {
+            let o = run_limited(c, Duration::from_secs(300));
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        }
+        [name.to_string(), plain]
+    }
     /// Build `p` here as a plain binary, without the runtime (`gcc`, or `g++ -std=c++20` for
     /// C++; `-O2 -pthread -g`), as a native run or sync mode wants it; returns its name,
     /// `{name}-plain`.
