@@ -118,6 +118,8 @@ SHIM_HIDDEN int reprise_shim_placeholder(int want);
 SHIM_HIDDEN void reprise_shim_pipe_made(const int p[2]);
 SHIM_HIDDEN void reprise_shim_pipe_written(const struct stat *st);
 SHIM_HIDDEN int reprise_shim_child_pipe(const struct stat *st);
+SHIM_HIDDEN void reprise_shim_pipe_to_child(int wfd);
+SHIM_HIDDEN int reprise_shim_feeds_child(const struct stat *st);
 SHIM_HIDDEN void reprise_shim_drain(int fd, void *scratch, size_t cap, long want);
 SHIM_HIDDEN void reprise_shim_child_made(pid_t real);
 /* Replay: the thread's next recorded result, not taken, without a runtime entry (calls.rs). */

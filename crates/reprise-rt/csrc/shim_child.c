@@ -14,26 +14,35 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-/* ---- pipes the program made (pipe, pipe2), while recording ---------------------------------
+/* ---- pipes the program made (pipe, pipe2, popen), while recording -------------------------
  * A read of one of them that the program never wrote into (through an interposed write) reads
- * what another process wrote: a child, which replay runs again. The most recent NPIPES pipes;
- * a read of an older one is a plain recorded read (replay then drains nothing). */
+ * what another process wrote: a child, which replay runs again. A write into one whose read
+ * end the program no longer holds feeds a child (`cmd < pipe`, popen(cmd, "w")): replay
+ * performs it again, for the child that runs again (shim_fdio.c's OUT_CHILD). The most recent
+ * NPIPES pipes; a read of an older one is a plain recorded read (replay then drains nothing),
+ * a write into one is revocable. */
 #define NPIPES 256
-static struct { dev_t dev; ino_t ino; int written; } pipes[NPIPES];
+static struct { dev_t dev; ino_t ino; int written; int rfd; } pipes[NPIPES];
 static unsigned npipes;
 static int pipes_lock;
 
-SHIM_HIDDEN void reprise_shim_pipe_made(const int p[2])
+/* A pipe made while recording, of which `fd` is an end; `rfd` is its read end in this
+ * process, -1 for none (popen's pipe for writing). */
+static void pipe_note(int fd, int rfd)
 {
     struct stat st;
-    if (!reprise_active() || reprise_io_replaying() || RAW_FSTAT(p[0], &st) != 0) return;
+    if (!reprise_active() || reprise_io_replaying() || RAW_FSTAT(fd, &st) != 0) return;
     shim_lock(&pipes_lock);
     unsigned i = npipes++ % NPIPES;
     pipes[i].dev = st.st_dev;
     pipes[i].ino = st.st_ino;
     pipes[i].written = 0;
+    pipes[i].rfd = rfd;
     shim_unlock(&pipes_lock);
 }
+
+SHIM_HIDDEN void reprise_shim_pipe_made(const int p[2]) { pipe_note(p[0], p[0]); }
+SHIM_HIDDEN void reprise_shim_pipe_to_child(int wfd) { pipe_note(wfd, -1); }
 
 /* The entry of the pipe of status `st`, or -1 (the caller holds the lock). */
 static int pipe_slot(const struct stat *st)
@@ -66,6 +75,21 @@ SHIM_HIDDEN int reprise_shim_child_pipe(const struct stat *st)
     int child = i >= 0 && !pipes[i].written;
     shim_unlock(&pipes_lock);
     return child;
+}
+
+/* Whether a write into `fd` (status `st`) feeds a child: a pipe the program made whose read
+ * end it no longer holds (closed after the fork, or popen's). A program that keeps its read end
+ * open (a pipe to itself) writes for itself: such writes stay revocable, its reads recorded. */
+SHIM_HIDDEN int reprise_shim_feeds_child(const struct stat *st)
+{
+    if (!S_ISFIFO(st->st_mode)) return 0;
+    shim_lock(&pipes_lock);
+    int i = pipe_slot(st);
+    int rfd = i >= 0 ? pipes[i].rfd : -2;
+    shim_unlock(&pipes_lock);
+    if (rfd == -2) return 0;
+    struct stat r;
+    return rfd < 0 || RAW_FSTAT(rfd, &r) != 0 || r.st_ino != st->st_ino || r.st_dev != st->st_dev;
 }
 
 /* Replay of a read of a child's pipe that read `want` bytes while recording (0: the end of

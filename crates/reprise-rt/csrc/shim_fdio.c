@@ -392,9 +392,14 @@ static void put_all(int fd, const void *buf, const struct iovec *iov, int cnt, l
     }
 }
 
+/* A write's class, past the streams 1 and 2: a pipe that feeds a child, which replay runs
+ * again, so replay performs the write again (shim_child.c). */
+#define OUT_CHILD 3
+
 /* The stream (1 or 2) a descriptor writes to when it is standard output or error under
- * another number (open("/dev/stdout"), dup(1): samtools index -o /dev/stdout), else 0:
- * the same file (device and inode: the launcher's pipe). Recording only. */
+ * another number (open("/dev/stdout"), dup(1): samtools index -o /dev/stdout): the same file
+ * (device and inode: the launcher's pipe); OUT_CHILD for a pipe that feeds a child; else 0.
+ * Recording only. */
 int reprise_capture_out_stream(int fd)
 {
     if (fd == 1 || fd == 2) return fd;
@@ -402,7 +407,7 @@ int reprise_capture_out_stream(int fd)
     if (fd < 0 || RAW_FSTAT(fd, &a) != 0) return 0;
     for (int s = 1; s <= 2; s++)
         if (RAW_FSTAT(s, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_mode == b.st_mode) return s;
-    return 0;
+    return reprise_shim_feeds_child(&a) ? OUT_CHILD : 0;
 }
 
 static long do_write(int fd, const void *buf, size_t n, long (*real)(int, const void *, size_t, void *), void *extra,
@@ -411,9 +416,12 @@ static long do_write(int fd, const void *buf, size_t n, long (*real)(int, const 
     if (!reprise_active()) return real(fd, buf, n, extra);
     /* Output to stdout/stderr (under its own number or another: the class says which
      * stream, 0 for neither) is reproduced, ordered per stream; other writes may block on a
-     * full pipe or socket, so they are only safe points. */
+     * full pipe or socket, so they are only safe points, and among them a child's input
+     * (OUT_CHILD) is performed again in replay. */
     int live = fd == 1 || fd == 2 ? fd : reprise_io_replaying() || (extra && !iov) ? 0 : reprise_capture_out_stream(fd);
     int stream = io_class(live);
+    int child = stream == OUT_CHILD;
+    if (child) stream = 0;
     if (stream) reprise_fd_event(stream);
     else reprise_safe_point();
     uint64_t h = iov ? hash_iov(iov, cnt, (long)n) : hash_bytes(buf, n);
@@ -448,7 +456,15 @@ static long do_write(int fd, const void *buf, size_t n, long (*real)(int, const 
         e = errno;
     } else CANCEL_POINT();
     reprise_io_check(h, "the data of a write (the program wrote something else)");
-    return reprise_shim_io_result(r, e);
+    r = reprise_shim_io_result(r, e);
+    /* A child's input: the recorded bytes go into the pipe again, for the child that runs
+     * again (it would wait for them, or see an early end of file). */
+    if (child && r > 0 && reprise_io_replaying()) {
+        e = errno;
+        put_all(fd, iov ? NULL : buf, iov, cnt, r);
+        errno = e;
+    }
+    return r;
 }
 static long real_write_(int fd, const void *b, size_t n, void *x)
 {

@@ -332,6 +332,9 @@ FILE *popen(const char *c, const char *m)
         errno = e;
     }
     if (rd && f) piped_slot(NULL, f);
+    /* popen(cmd, "w"): the command reads what the program writes; replay runs it again and
+     * writes the recorded bytes again (shim_child.c). */
+    if (!rd && f && m && m[0] == 'w' && reprise_active()) reprise_shim_pipe_to_child(fileno(f));
     return f;
 }
 int pclose(FILE *f)

@@ -94,6 +94,8 @@ extern "C" {
 
 const IO_REEXEC: u64 = 2;
 const IO_PIPE: u64 = 3;
+/// `reprise_capture_out_stream`'s class of a write into a pipe that feeds a child.
+const OUT_CHILD: i64 = 3;
 const TCGETS: u64 = 0x5401;
 /// The kernel's `struct termios` (what TCGETS writes).
 const KTERMIOS: usize = 36;
@@ -369,6 +371,8 @@ fn captured(t: &mut Thread, nr: i64, a: &[u64; 6]) -> Option<i64> {
             };
             // Standard output or error under another number (`fopen("/dev/stdout")`): the
             // stream it is, recorded; replay writes there (its descriptor is a placeholder).
+            // A pipe that feeds a child (`OUT_CHILD`, popen(cmd, "w")): replay writes the
+            // recorded bytes into it again, for the child that runs again.
             let stream = if nr == libc::SYS_pwrite64 {
                 0
             } else {
@@ -385,7 +389,9 @@ fn captured(t: &mut Thread, nr: i64, a: &[u64; 6]) -> Option<i64> {
             });
             if stream > 0 && replaying() && r > 0 {
                 let mut b = *a;
-                b[0] = stream as u64;
+                if stream != OUT_CHILD {
+                    b[0] = stream as u64;
+                }
                 if nr == libc::SYS_write {
                     b[2] = r as u64;
                 }
