@@ -362,7 +362,9 @@ ssize_t readv(int fd, const struct iovec *iov, int cnt)
 
 /* Writes. */
 /* Replay of stdout/stderr: write the first `len` bytes of `buf` (or of the iovecs) completely,
- * waiting while a non-blocking descriptor is full; raw system calls, nothing recorded. */
+ * waiting while a non-blocking descriptor is full; raw system calls, nothing recorded, none
+ * trapped (sud.rs: a trapped one was a runtime entry the recording's real write did not make). */
+extern long reprise_untrapped_syscall3(long n, long a1, long a2, long a3);
 static void put_all(int fd, const void *buf, const struct iovec *iov, int cnt, long len)
 {
     int i = 0;
@@ -378,13 +380,13 @@ static void put_all(int fd, const void *buf, const struct iovec *iov, int cnt, l
             continue;
         }
         size_t want = left < (size_t)len ? left : (size_t)len;
-        long w = syscall(SYS_write, fd, p, want);
-        if (w < 0 && errno == EAGAIN) {
+        long w = reprise_untrapped_syscall3(SYS_write, fd, (long)p, (long)want);
+        if (w == -EAGAIN) {
             struct pollfd pf = { .fd = fd, .events = POLLOUT };
-            syscall(SYS_poll, &pf, 1, -1);
+            reprise_untrapped_syscall3(SYS_poll, (long)&pf, 1, -1);
             continue;
         }
-        if (w < 0 && errno == EINTR) continue;
+        if (w == -EINTR) continue;
         if (w <= 0) return;
         p += w;
         left -= (size_t)w;

@@ -198,6 +198,19 @@ pub fn allowing<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// A system call the shim makes for the program in replay, in program context (its output
+/// written again, `put_all` in shim_fdio.c): with the selector at "allow", so that it is not a
+/// safe point of its own. Trapped, it was one runtime entry more than the recording's real
+/// call, which ran untrapped: every later recorded signal delivery came one entry late per
+/// line written (dash's SIGCHLD, delivered past the wait it had preceded: 7 replays of 10
+/// diverged). Returns the raw result (`-errno` on failure).
+#[no_mangle]
+pub extern "C" fn reprise_untrapped_syscall3(n: i64, a1: u64, a2: u64, a3: u64) -> i64 {
+    // SAFETY: the shim's call with its own valid arguments (a write of the program's buffer,
+    // a poll of one pollfd).
+    allowing(|| unsafe { sys::syscall6(n, a1, a2, a3, 0, 0, 0) })
+}
+
 /// A SIGSYS the runtime did not cause: the program's handler (kept aside by its `sigaction`),
 /// else the default action.
 fn foreign_sigsys(info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {

@@ -532,6 +532,9 @@ macro_rules! acceptance_programs {
             kill_self,
             // A worker's signal wakes main from sigsuspend; main ends without a join.
             self_signal,
+            // A signal among lines of output: replay's writes make no runtime entry the
+            // recording's did not (each moved the delivery one entry late).
+            signal_lines,
             // Data handed through POSIX semaphores only (waits, polls, timed waits).
             semaphores,
             // The program's own SIGSYS handlers (bash's), beside Syscall User Dispatch's.
