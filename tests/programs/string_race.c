@@ -2,15 +2,18 @@
  * A writer copies one of two strings of different lengths into a shared
  * 48-byte buffer, alternately with strcpy, strncpy, stpcpy and
  * strcat, each under a lock; a reader uses the same buffer WITHOUT the lock:
- * strcmp, strncmp, strlen, strnlen, strchr, strrchr and strdup (the pattern of mafft's
+ * strcmp, strncmp, strlen, strnlen, strchr, strrchr, strdup, strstr, strcasecmp,
+ * strcspn and memchr (the pattern of mafft's
  * tditeration.c: strcmp of a shared string another thread strcpy's under a
  * mutex).  Every value the reader sees depends on the interleaving.  Prints
  * what it counted (varies from run to run).  argv[1] = rounds. */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char *const A = "apples and oranges, pears and plums";
 static const char *const B = "bananas";
@@ -53,6 +56,10 @@ static void *reader(void *arg)
         c[4] += p ? p - shared : -1;
         p = strrchr(shared, 'a');
         c[5] += p ? p - shared : -1;
+        c[7] += strstr(shared, "pears") != NULL;
+        c[8] += strcasecmp(shared, "BANANAS") == 0;
+        c[9] += (long)strcspn(shared, ",");
+        c[10] += memchr(shared, 'n', 12) != NULL;
         if ((i & 63) == 0) {
             char *d = strdup(shared);
             c[6] += (long)strlen(d);
@@ -65,7 +72,7 @@ static void *reader(void *arg)
 int main(int argc, char **argv)
 {
     if (argc > 1) rounds = atoi(argv[1]);
-    long counts[7] = { 0 };
+    long counts[11] = { 0 };
     pthread_t w, r;
     pthread_barrier_init(&start, NULL, 2);
     pthread_create(&w, NULL, writer, NULL);
@@ -74,6 +81,7 @@ int main(int argc, char **argv)
     pthread_join(r, NULL);
     printf("same %ld prefix %ld len %ld nlen %ld chr %ld rchr %ld dup %ld\n", counts[0],
            counts[1], counts[2], counts[3], counts[4], counts[5], counts[6]);
+    printf("str %ld case %ld cspn %ld memchr %ld\n", counts[7], counts[8], counts[9], counts[10]);
     printf("final %s\n", shared);
     return 0;
 }

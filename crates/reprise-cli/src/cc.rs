@@ -33,6 +33,14 @@ pub const WRAPPED: &[&str] = &[
     "-Wl,--wrap=strchr",
     "-Wl,--wrap=strrchr",
     "-Wl,--wrap=strdup",
+    "-Wl,--wrap=strcasecmp",
+    "-Wl,--wrap=strncasecmp",
+    "-Wl,--wrap=memchr",
+    "-Wl,--wrap=memrchr",
+    "-Wl,--wrap=strspn",
+    "-Wl,--wrap=strcspn",
+    "-Wl,--wrap=strpbrk",
+    "-Wl,--wrap=strstr",
 ];
 
 /// gcc: keep calls to the memory functions calls. gcc's ThreadSanitizer pass leaves a call of

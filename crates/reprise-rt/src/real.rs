@@ -95,7 +95,7 @@ extern "C" {
 
 /// libc's string functions, provided by `ld --wrap` (the ordered ones are in `strfns`).
 pub mod strs {
-    use core::ffi::{c_char, c_int};
+    use core::ffi::{c_char, c_int, c_void};
     extern "C" {
         /// libc's strlen.
         pub fn __real_strlen(s: *const c_char) -> usize;
@@ -121,6 +121,22 @@ pub mod strs {
         pub fn __real_strrchr(s: *const c_char, c: c_int) -> *mut c_char;
         /// libc's strdup.
         pub fn __real_strdup(s: *const c_char) -> *mut c_char;
+        /// libc's strcasecmp.
+        pub fn __real_strcasecmp(a: *const c_char, b: *const c_char) -> c_int;
+        /// libc's strncasecmp.
+        pub fn __real_strncasecmp(a: *const c_char, b: *const c_char, n: usize) -> c_int;
+        /// libc's memchr.
+        pub fn __real_memchr(s: *const c_void, c: c_int, n: usize) -> *mut c_void;
+        /// libc's memrchr.
+        pub fn __real_memrchr(s: *const c_void, c: c_int, n: usize) -> *mut c_void;
+        /// libc's strspn.
+        pub fn __real_strspn(s: *const c_char, accept: *const c_char) -> usize;
+        /// libc's strcspn.
+        pub fn __real_strcspn(s: *const c_char, reject: *const c_char) -> usize;
+        /// libc's strpbrk.
+        pub fn __real_strpbrk(s: *const c_char, accept: *const c_char) -> *mut c_char;
+        /// libc's strstr.
+        pub fn __real_strstr(h: *const c_char, needle: *const c_char) -> *mut c_char;
     }
 }
 

@@ -11,11 +11,12 @@
 //! ranged write's callback, then the store. Which chunks a call reads depends only on the
 //! bytes it read before, so a replay that reads the same values makes the same callbacks.
 //!
-//! In sync mode and inside the runtime (its own formatting, `CStr`) they are libc's.
+//! `strstr` keeps a window of the haystack (`search`). In sync mode and inside the runtime (its
+//! own formatting, `CStr`) they are libc's.
 #![allow(unsafe_code)]
 
 use crate::memfns::ordered;
-use crate::real::{__real_memcpy, strs as real};
+use crate::real::{__real_memcpy, __real_memmove, strs as real};
 use crate::tsan::{__tsan_read_range, __tsan_write_range};
 use core::ffi::{c_char, c_int, c_void};
 use core::mem::MaybeUninit;
@@ -104,11 +105,22 @@ unsafe fn copy(d: *mut c_char, s: *const c_char, max: usize) -> (usize, bool) {
     (max, false)
 }
 
-/// Compare `a` and `b`, at most `max` bytes, as `strncmp`.
+/// A byte as `strcmp` compares it.
+fn plain(c: u8) -> c_int {
+    c as c_int
+}
+
+/// A byte as `strcasecmp` compares it (the locale's lower case, as libc's).
+fn lower(c: u8) -> c_int {
+    // SAFETY: `tolower` of a value in 0..=255 (libc's table look-up).
+    unsafe { libc::tolower(c as c_int) }
+}
+
+/// Compare `a` and `b`, at most `max` bytes, as `strncmp` (`strncasecmp` with [`lower`]).
 ///
 /// # Safety
 /// `a` and `b` strings or readable for `max` bytes.
-unsafe fn compare(a: *const c_char, b: *const c_char, max: usize) -> c_int {
+unsafe fn compare(a: *const c_char, b: *const c_char, max: usize, fold: fn(u8) -> c_int) -> c_int {
     let (mut x, mut y) = (Buf::uninit(), Buf::uninit());
     let mut n = 0;
     while n < max {
@@ -118,8 +130,9 @@ unsafe fn compare(a: *const c_char, b: *const c_char, max: usize) -> c_int {
         // SAFETY: as above (`k <= lim` stays within b's chunk).
         unsafe { take(b.add(n), k, &mut y) };
         for (&c, &d) in bytes(&x, k).iter().zip(bytes(&y, k)) {
+            let (c, d) = (fold(c), fold(d));
             if c != d {
-                return c as c_int - d as c_int;
+                return c - d;
             }
             if c == 0 {
                 return 0;
@@ -157,6 +170,167 @@ unsafe fn find(s: *const c_char, c: c_int, last: bool) -> *mut c_char {
     }
 }
 
+/// The first byte `c` among the `n` bytes at `s` (the last one when `last`); null if none.
+///
+/// # Safety
+/// `s` readable for `n` bytes.
+unsafe fn find_in(s: *const c_void, c: c_int, n: usize, last: bool) -> *mut c_void {
+    let (s, c) = (s.cast::<c_char>(), c as u8);
+    let mut buf = Buf::uninit();
+    let mut found = core::ptr::null_mut();
+    let mut i = 0;
+    while i < n {
+        // SAFETY: within the caller's `n` bytes.
+        let k = unsafe { take(s.add(i), n - i, &mut buf) };
+        let b = bytes(&buf, k);
+        let hit = if last {
+            b.iter().rposition(|&x| x == c)
+        } else {
+            b.iter().position(|&x| x == c)
+        };
+        if let Some(j) = hit {
+            found = s.wrapping_add(i + j) as *mut c_void;
+            if !last {
+                return found;
+            }
+        }
+        i += k;
+    }
+    found
+}
+
+/// The bytes of string `set`, as a 256-bit map (never its NUL).
+///
+/// # Safety
+/// `set` a string.
+unsafe fn byte_set(set: *const c_char) -> [u64; 4] {
+    let mut m = [0u64; 4];
+    let mut buf = Buf::uninit();
+    let mut n = 0;
+    loop {
+        // SAFETY: the string continues.
+        let k = unsafe { take(set.add(n), usize::MAX, &mut buf) };
+        for &b in bytes(&buf, k) {
+            if b == 0 {
+                return m;
+            }
+            m[usize::from(b >> 6)] |= 1 << (b & 63);
+        }
+        n += k;
+    }
+}
+
+/// The length of the run at the start of `s` of bytes in `set` (`inside`) or not in it, and
+/// the byte that ended it (its NUL at the latest).
+///
+/// # Safety
+/// `s` a string.
+unsafe fn span(s: *const c_char, set: &[u64; 4], inside: bool) -> (usize, u8) {
+    let mut buf = Buf::uninit();
+    let mut n = 0;
+    loop {
+        // SAFETY: the string continues.
+        let k = unsafe { take(s.add(n), usize::MAX, &mut buf) };
+        for (j, &b) in bytes(&buf, k).iter().enumerate() {
+            let member = set[usize::from(b >> 6)] & (1 << (b & 63)) != 0;
+            if b == 0 || member != inside {
+                return (n + j, b);
+            }
+        }
+        n += k;
+    }
+}
+
+/// Room for a needle and a window of the haystack on the stack; longer needles go to the heap.
+const ROOM: usize = 512;
+
+/// The first occurrence of string `needle` in string `h`, as `strstr`. The needle is copied
+/// (its length first, then its bytes, each chunk after its callback), then the haystack is
+/// read forward a chunk at a time into a window that keeps the needle's length less one of
+/// the bytes before it, searched with libc's `memmem` (the window is the runtime's own): it
+/// stops at the first match, as libc's does.
+///
+/// # Safety
+/// `h` and `needle` strings.
+unsafe fn search(h: *const c_char, needle: *const c_char) -> *mut c_char {
+    // SAFETY: a string.
+    let m = unsafe { length(needle, usize::MAX) };
+    if m == 0 {
+        return h as *mut c_char;
+    }
+    let need = 2 * m - 1 + CHUNK;
+    // Uninitialised: zeroing it would be a `memset` call, the wrapped one (a callback on the
+    // runtime's own buffer), as would any copy not made with the real functions.
+    let mut stack = MaybeUninit::<[u8; ROOM]>::uninit();
+    let room = if need <= ROOM {
+        stack.as_mut_ptr().cast::<u8>()
+    } else {
+        crate::heap::malloc(need).cast::<u8>()
+    };
+    if room.is_null() {
+        // SAFETY: the caller's contract (out of memory: libc's, unordered, rather than none).
+        return unsafe { real::__real_strstr(h, needle) };
+    }
+    // SAFETY: `room` holds `need` bytes: the needle (m), then the window (m - 1 + CHUNK).
+    let found = unsafe {
+        let mut buf = Buf::uninit();
+        // The needle, again chunk by chunk (a racing writer may have shortened it: its NUL
+        // then ends it; lengthened, its first `m` bytes are the needle).
+        let mut got = 0;
+        while got < m {
+            let k = take(needle.add(got), m - got, &mut buf);
+            let b = bytes(&buf, k);
+            let end = b.iter().position(|&x| x == 0).unwrap_or(k);
+            __real_memcpy(room.add(got).cast(), b.as_ptr().cast(), end);
+            got += end;
+            if end < k {
+                break;
+            }
+        }
+        search_window(h, room, got, room.add(m))
+    };
+    if need > ROOM {
+        crate::heap::free(room.cast());
+    }
+    found
+}
+
+/// [`search`]'s scan of `h` for the `m` bytes at `nd`, through `win` (`m - 1 + CHUNK` bytes).
+///
+/// # Safety
+/// `h` a string; `nd` readable for `m >= 1` bytes; `win` writable for `m - 1 + CHUNK`.
+unsafe fn search_window(h: *const c_char, nd: *const u8, m: usize, win: *mut u8) -> *mut c_char {
+    if m == 0 {
+        return h as *mut c_char;
+    }
+    let mut buf = Buf::uninit();
+    // `win` holds `have` bytes of `h`, from index `base`.
+    let (mut have, mut base, mut n) = (0usize, 0usize, 0usize);
+    loop {
+        // SAFETY: the string continues.
+        let k = unsafe { take(h.add(n), usize::MAX, &mut buf) };
+        let b = bytes(&buf, k);
+        let end = b.iter().position(|&x| x == 0).unwrap_or(k);
+        // SAFETY: `have <= m - 1` before the append, `end <= CHUNK`.
+        unsafe { __real_memcpy(win.add(have).cast(), b.as_ptr().cast(), end) };
+        have += end;
+        // SAFETY: libc's memmem over the runtime's own buffers.
+        let hit = unsafe { libc::memmem(win.cast(), have, nd.cast(), m) };
+        if !hit.is_null() {
+            return h.wrapping_add(base + (hit as usize - win as usize)) as *mut c_char;
+        }
+        if end < k {
+            return core::ptr::null_mut();
+        }
+        n += k;
+        let keep = have.min(m - 1);
+        // SAFETY: within `win` (memmove: the ranges may overlap).
+        unsafe { __real_memmove(win.cast(), win.add(have - keep).cast(), keep) };
+        base += have - keep;
+        have = keep;
+    }
+}
+
 macro_rules! wrap {
     ($( $(#[$doc:meta])* fn $name:ident / $real:ident ( $($a:ident : $t:ty),* ) -> $r:ty { $($body:tt)* } )*) => {$(
         $(#[$doc])*
@@ -182,11 +356,11 @@ wrap! {
     fn __wrap_strnlen / __real_strnlen(s: *const c_char, max: usize) -> usize { length(s, max) }
     /// `strcmp`.
     fn __wrap_strcmp / __real_strcmp(a: *const c_char, b: *const c_char) -> c_int {
-        compare(a, b, usize::MAX)
+        compare(a, b, usize::MAX, plain)
     }
     /// `strncmp`.
     fn __wrap_strncmp / __real_strncmp(a: *const c_char, b: *const c_char, n: usize) -> c_int {
-        compare(a, b, n)
+        compare(a, b, n, plain)
     }
     /// `strcpy`.
     fn __wrap_strcpy / __real_strcpy(d: *mut c_char, s: *const c_char) -> *mut c_char {
@@ -239,5 +413,40 @@ wrap! {
             put(p.add(n), [0u8].as_ptr(), 1);
         }
         p
+    }
+    /// `strcasecmp`.
+    fn __wrap_strcasecmp / __real_strcasecmp(a: *const c_char, b: *const c_char) -> c_int {
+        compare(a, b, usize::MAX, lower)
+    }
+    /// `strncasecmp`.
+    fn __wrap_strncasecmp / __real_strncasecmp(a: *const c_char, b: *const c_char, n: usize) -> c_int {
+        compare(a, b, n, lower)
+    }
+    /// `memchr`.
+    fn __wrap_memchr / __real_memchr(s: *const c_void, c: c_int, n: usize) -> *mut c_void {
+        find_in(s, c, n, false)
+    }
+    /// `memrchr`: every byte read, in the forward order of the others.
+    fn __wrap_memrchr / __real_memrchr(s: *const c_void, c: c_int, n: usize) -> *mut c_void {
+        find_in(s, c, n, true)
+    }
+    /// `strspn`.
+    fn __wrap_strspn / __real_strspn(s: *const c_char, accept: *const c_char) -> usize {
+        span(s, &byte_set(accept), true).0
+    }
+    /// `strcspn`.
+    fn __wrap_strcspn / __real_strcspn(s: *const c_char, reject: *const c_char) -> usize {
+        span(s, &byte_set(reject), false).0
+    }
+    /// `strpbrk`.
+    fn __wrap_strpbrk / __real_strpbrk(s: *const c_char, accept: *const c_char) -> *mut c_char {
+        match span(s, &byte_set(accept), false) {
+            (_, 0) => core::ptr::null_mut(),
+            (n, _) => s.add(n) as *mut c_char,
+        }
+    }
+    /// `strstr`.
+    fn __wrap_strstr / __real_strstr(h: *const c_char, needle: *const c_char) -> *mut c_char {
+        search(h, needle)
     }
 }
