@@ -445,6 +445,29 @@ fn eight_recordings_per_mode_replay_verified(name: &str, out: &str) {
     }
 }
 
+/// The string functions full mode does itself give libc's answers: `string_fns` built with
+/// `reprise cc` (gcc and clang) prints what the same program built with plain gcc prints, and
+/// its recording replays verified.
+#[test]
+fn runtime_string_functions_answer_as_libc() {
+    let p = program("string_fns");
+    let w = Work::new();
+    let plain = w.build_plain(&p);
+    let native = Command::new(w.path(&plain)).output().unwrap();
+    assert!(native.status.success());
+    for cc in ["gcc", "clang"] {
+        let bin = w.build(&p, cc);
+        let r = record(&w, &bin, &[], &format!("{bin}.trace"), &[]);
+        assert_eq!(
+            String::from_utf8_lossy(&r.stdout),
+            String::from_utf8_lossy(&native.stdout),
+            "{cc}"
+        );
+        assert_eq!(r.status, 0);
+        replay_kept(&w, &r, &bin);
+    }
+}
+
 /// What `fork_feed`'s children print and main prints of them, natively (`wc`'s count of
 /// bytes and of lines, and the summing child's exit status).
 const FORK_FEED_OUT: &str = "409600\nwc: status 0, its pid\n\
