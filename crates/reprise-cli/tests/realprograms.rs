@@ -468,6 +468,22 @@ fn runtime_string_functions_answer_as_libc() {
     }
 }
 
+/// What `child_pids` prints natively.
+const CHILD_PIDS_OUT: &str = "killed: its pid, signal 15\nwaitpid: its pid, exit 11\n\
+    waitid peek: its pid, exit 12\nwaitid: its pid, exit 12, code exited\nno more: -1\n";
+
+/// Children's pids kept in memory (killed, waited for by `waitpid` and `waitid` through them),
+/// full mode and sync mode, 8 recordings each, every replay verified. Full mode reads a pid in
+/// memory through its callbacks: a replay gave the replay's pids, every such read went into the
+/// value digest as another value, and every replay diverged (a `pid = fork()` kept on the stack
+/// at `-O0` did the same); `waitid` was not interposed; a child killed just after its fork
+/// could ignore the signal in replay, before its at-fork handler turned its runtime off, and
+/// the replay waited for it until its timeout.
+#[test]
+fn children_pids_kept_in_memory_replay_verified() {
+    eight_recordings_per_mode_replay_verified("child_pids", CHILD_PIDS_OUT);
+}
+
 /// What `fork_feed`'s children print and main prints of them, natively (`wc`'s count of
 /// bytes and of lines, and the summing child's exit status).
 const FORK_FEED_OUT: &str = "409600\nwc: status 0, its pid\n\

@@ -121,7 +121,8 @@ SHIM_HIDDEN int reprise_shim_child_pipe(const struct stat *st);
 SHIM_HIDDEN void reprise_shim_pipe_to_child(int wfd);
 SHIM_HIDDEN int reprise_shim_feeds_child(const struct stat *st);
 SHIM_HIDDEN void reprise_shim_drain(int fd, void *scratch, size_t cap, long want);
-SHIM_HIDDEN void reprise_shim_child_made(pid_t real);
+SHIM_HIDDEN pid_t reprise_shim_child_made(pid_t real);
+SHIM_HIDDEN pid_t reprise_shim_child_real(pid_t pid);
 /* Replay: the thread's next recorded result, not taken, without a runtime entry (calls.rs). */
 extern uint64_t reprise_peek_result(uint64_t dflt);
 /* Replay of a descriptor-allocating call: hold its turn across the entries that give back its

@@ -117,24 +117,30 @@ SHIM_HIDDEN void reprise_shim_drain(int fd, void *scratch, size_t cap, long want
 }
 
 /* ---- children: the recording's pid of each, and the replay's -------------------------------
- * The program sees the real pids (fork's result) in both runs; a recorded wait result names
- * the recording's child, which replay finds here. */
+ * A recorded wait result names the recording's child, which replay finds here. The program is
+ * given the recording's pids in a full-mode replay (kill and the waits map them back) and the
+ * replay's in sync mode (preload.rs, `reprise_recorded_pids`, says why). */
 #define NCHILDREN 1024
 static struct { pid_t rec, real; } children[NCHILDREN];
 static unsigned nchildren;
 static int children_lock;
 
-/* A child started (fork, posix_spawn): `real` is its pid in this run, or -1. */
-SHIM_HIDDEN void reprise_shim_child_made(pid_t real)
+/* Whether replay gives the program the recording's pids (preload.rs says when). */
+extern int reprise_recorded_pids(void);
+
+/* A child started (fork, posix_spawn): `real` is its pid in this run, or -1. Returns the pid
+ * the program is given: the recording's in a replay that gives those. */
+SHIM_HIDDEN pid_t reprise_shim_child_made(pid_t real)
 {
-    if (!reprise_active()) return;
+    if (!reprise_active()) return real;
     pid_t rec = (pid_t)reprise_input((uint64_t)(int64_t)real);
-    if (!reprise_io_replaying() || rec <= 0 || real <= 0) return;
+    if (!reprise_io_replaying() || rec <= 0 || real <= 0) return real;
     shim_lock(&children_lock);
     unsigned i = nchildren++ % NCHILDREN;
     children[i].rec = rec;
     children[i].real = real;
     shim_unlock(&children_lock);
+    return reprise_recorded_pids() ? rec : real;
 }
 
 /* The replay's pid of the recording's child `rec`, or 0. */
@@ -151,6 +157,15 @@ static pid_t child_now(pid_t rec)
     return real;
 }
 
+/* The pid of this run for `pid` (or `-pid`, a process group), which the program was given:
+ * a child's in a replay that gives the recording's pids; any other unchanged. For kill. */
+SHIM_HIDDEN pid_t reprise_shim_child_real(pid_t pid)
+{
+    if (!reprise_active() || !reprise_io_replaying() || !reprise_recorded_pids()) return pid;
+    pid_t r = pid > 0 ? child_now(pid) : pid < -1 ? child_now(-pid) : 0;
+    return r <= 0 ? pid : pid > 0 ? r : -r;
+}
+
 pid_t fork(void)
 {
     REAL(pid_t, fork, (void));
@@ -158,7 +173,7 @@ pid_t fork(void)
     pid_t p = real_fork();
     if (p == 0) return 0; /* the child: its runtime is off */
     int e = errno;
-    reprise_shim_child_made(p);
+    p = reprise_shim_child_made(p);
     errno = e;
     return p;
 }
@@ -196,7 +211,7 @@ static pid_t child_wait(pid_t pid, int *status, int options, struct rusage *ru)
         s = (int)reprise_input((uint64_t)(unsigned)s);
         if (status) *status = s;
         if (ru) reprise_io_data(ru, sizeof *ru);
-        if (reprise_io_replaying() && now > 0) r = now;
+        if (reprise_io_replaying() && now > 0 && !reprise_recorded_pids()) r = now;
     }
     errno = e;
     return (pid_t)r;
@@ -207,9 +222,50 @@ pid_t waitpid(pid_t pid, int *status, int options) { return child_wait(pid, stat
 pid_t wait3(int *status, int options, struct rusage *ru) { return child_wait(-1, status, options, ru); }
 pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru) { return child_wait(pid, status, options, ru); }
 
+/* waitid: the child it reports is in the siginfo, so that child's pid is recorded first, as an
+ * input, which replay peeks to reap the same child (WNOWAIT kept: the program may wait for it
+ * again), blocking, before the result; the siginfo is recorded data, its pid the replay's. */
+int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
+{
+    REAL(int, waitid, (idtype_t, id_t, siginfo_t *, int));
+    if (!reprise_active()) return real_waitid(idtype, id, info, options);
+    reprise_safe_point();
+    CANCEL_POINT();
+    siginfo_t si;
+    __builtin_memset(&si, 0, sizeof si); /* inline: the shim's memset is the wrapped one */
+    long r = -1;
+    int e = 0;
+    pid_t now = 0;
+    if (!reprise_io_replaying()) {
+        CANCELLABLE(NULL, r = real_waitid(idtype, id, &si, options));
+        e = errno;
+    } else {
+        pid_t rec = (pid_t)reprise_peek_result((uint64_t)-1);
+        if (rec > 0) {
+            now = child_now(rec);
+            siginfo_t s2;
+            idtype_t how = now > 0 ? P_PID : idtype;
+            id_t which = now > 0 ? (id_t)now : id;
+            while (real_waitid(how, which, &s2, options & ~WNOHANG) < 0 && errno == EINTR) {}
+            if (now <= 0) now = s2.si_pid;
+        }
+    }
+    reprise_input((uint64_t)(int64_t)si.si_pid);
+    r = reprise_shim_io_result(r, e);
+    e = errno;
+    if (r == 0) {
+        reprise_io_data(&si, sizeof si);
+        if (reprise_io_replaying() && now > 0 && !reprise_recorded_pids()) si.si_pid = now;
+        if (info) __builtin_memcpy(info, &si, sizeof si);
+    }
+    errno = e;
+    return (int)r;
+}
+
 /* The C interposers of this file (weak: shim_names.c says why). */
 #pragma weak fork
 #pragma weak wait
 #pragma weak waitpid
 #pragma weak wait3
 #pragma weak wait4
+#pragma weak waitid

@@ -143,7 +143,7 @@ int kill(pid_t pid, int sig)
 {
     REAL(int, kill, (pid_t, int));
     if (to_self(&pid, sig)) return 0;
-    return real_kill(pid, sig);
+    return real_kill(reprise_shim_child_real(pid), sig);
 }
 int tgkill(pid_t pid, pid_t tid, int sig)
 {
@@ -157,7 +157,7 @@ int sigqueue(pid_t pid, int sig, const union sigval v)
 {
     REAL(int, sigqueue, (pid_t, int, const union sigval));
     if (to_self(&pid, sig)) return 0;
-    return real_sigqueue(pid, sig, v);
+    return real_sigqueue(reprise_shim_child_real(pid), sig, v);
 }
 pid_t getppid(void)
 {
@@ -363,7 +363,8 @@ int pclose(FILE *f)
         int r = real_##name(p ? p : &own, f, a, at, av, ev);                                 \
         int e = errno;                                                                       \
         reprise_tsc_trap(1);                                                                 \
-        reprise_shim_child_made(r == 0 ? (p ? *p : own) : -1);                               \
+        pid_t given = reprise_shim_child_made(r == 0 ? (p ? *p : own) : -1);                 \
+        if (r == 0 && p) *p = given;                                                         \
         errno = e;                                                                           \
         return r;                                                                            \
     }

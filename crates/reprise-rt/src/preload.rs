@@ -24,6 +24,17 @@ pub fn sync() -> bool {
     SYNC.load(Ordering::Relaxed)
 }
 
+/// Whether replay gives the program its children's pids as the recording had them (1), as it
+/// gives `getpid`'s, or as they are in the replay (0). Full mode: a pid the program keeps in
+/// memory is read through its callbacks, into the value digests (`pid = fork()` then
+/// `waitpid(pid)` at `-O0`: every replay diverged); the runtime maps it back for the calls
+/// that take one (the wait family, kill: shim_child.c). Sync mode has no value digests and
+/// gives the replay's: bash compares them with pids it reads elsewhere.
+#[no_mangle]
+pub extern "C" fn reprise_recorded_pids() -> core::ffi::c_int {
+    core::ffi::c_int::from(!sync())
+}
+
 /// The shared object's initialiser (`DT_INIT`): start the runtime now, before the program's
 /// constructors and `main`.
 #[no_mangle]

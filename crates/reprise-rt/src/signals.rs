@@ -122,7 +122,8 @@ extern "C" fn on_async(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_voi
     if PROG[sig as usize].load(Ordering::Relaxed) == DEFAULT_TERM || end_requested(sig) {
         return terminator(sig, t);
     }
-    if t.is_null() || !active() {
+    if t.is_null() || !active() || !crate::lifecycle::own_process() {
+        // (A fork child before its at-fork handler: the signal is its own, handled at once.)
         return call_program(sig, None);
     }
     if state::REPLAY.load(Ordering::Relaxed) {
@@ -143,7 +144,10 @@ extern "C" fn on_async(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_voi
 /// count). A thread busy inside the runtime defers it to its next runtime entry (a recorded
 /// delivery, replayed there). Replay ignores a signal it cannot take now: its launcher resends.
 fn terminator(sig: c_int, t: *mut Thread) {
-    if t.is_null() || !active() {
+    // A fork child before its at-fork handler turned its runtime off (the parent's kill of a
+    // child it has just forked): its runtime state is a copy of the parent's, and this signal is
+    // the child's, which dies of it. Replay had ignored it as early and left the child alive.
+    if t.is_null() || !active() || !crate::lifecycle::own_process() {
         crate::lifecycle::die_of(sig);
     }
     // SAFETY: the current thread's own slot.
