@@ -122,8 +122,7 @@ extern "C" fn on_async(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_voi
     if PROG[sig as usize].load(Ordering::Relaxed) == DEFAULT_TERM || end_requested(sig) {
         return terminator(sig, t);
     }
-    if t.is_null() || !active() || !crate::lifecycle::own_process() {
-        // (A fork child before its at-fork handler: the signal is its own, handled at once.)
+    if t.is_null() || !active() {
         return call_program(sig, None);
     }
     if state::REPLAY.load(Ordering::Relaxed) {
@@ -147,7 +146,9 @@ fn terminator(sig: c_int, t: *mut Thread) {
     // A fork child before its at-fork handler turned its runtime off (the parent's kill of a
     // child it has just forked): its runtime state is a copy of the parent's, and this signal is
     // the child's, which dies of it. Replay had ignored it as early and left the child alive.
-    if t.is_null() || !active() || !crate::lifecycle::own_process() {
+    // (`getpid` with the selector at "allow": a trapped system call in a signal handler would be
+    // a runtime entry wherever the signal landed.)
+    if t.is_null() || !active() || !crate::sud::allowing(crate::lifecycle::own_process) {
         crate::lifecycle::die_of(sig);
     }
     // SAFETY: the current thread's own slot.
