@@ -170,6 +170,13 @@ pid_t fork(void)
 {
     REAL(pid_t, fork, (void));
     if (!reprise_active()) return real_fork();
+    /* A safe point first, which leaves the system calls untrapped up to the next runtime entry
+     * (calls.rs): glibc's own calls in fork, the child's before its at-fork handler turned its
+     * runtime off among them. A trapped one there entered the runtime in the child, on its copy
+     * of the parent's state, which could send the parent's buffered records to the launcher
+     * (a periodic flush due): a bash recording lost its results that way, and every replay of
+     * it stopped at its first call ("reached the end of its recorded events"). */
+    reprise_safe_point();
     pid_t p = real_fork();
     if (p == 0) return 0; /* the child: its runtime is off */
     int e = errno;
