@@ -1,5 +1,6 @@
 /* child_pids.c - a program that keeps its children's pids in memory, as most do (a global
- * array here; every local at -O0): a child killed with SIGTERM through its saved pid, one
+ * array here; every local at -O0): a child made a process group leader (setpgid, getpgid)
+ * and killed with SIGTERM through its group (killpg), another probed with kill(pid, 0), one
  * reaped by waitpid on its saved pid, one polled with waitid(WNOHANG | WNOWAIT) and then
  * reaped by waitid, each result compared with the saved pid. Full mode digests the values the
  * program reads, so replay must give it the pids it had while recording. */
@@ -30,7 +31,11 @@ int main(void)
         }
     }
     int st;
-    if (kill(kids[0], SIGTERM) != 0) return 2;
+    /* Job control through the saved pids: the first child leads a group of its own, and is
+     * killed through it. */
+    if (setpgid(kids[0], kids[0]) != 0) return 5;
+    printf("group: %s, probe: %d\n", getpgid(kids[0]) == kids[0] ? "its own" : "another", kill(kids[1], 0));
+    if (killpg(kids[0], SIGTERM) != 0) return 2;
     pid_t w = waitpid(kids[0], &st, 0);
     printf("killed: %s, signal %d\n", w == kids[0] ? "its pid" : "another pid", WIFSIGNALED(st) ? WTERMSIG(st) : -1);
     w = waitpid(kids[1], &st, 0);

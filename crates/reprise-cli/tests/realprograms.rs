@@ -469,7 +469,8 @@ fn runtime_string_functions_answer_as_libc() {
 }
 
 /// What `child_pids` prints natively.
-const CHILD_PIDS_OUT: &str = "killed: its pid, signal 15\nwaitpid: its pid, exit 11\n\
+const CHILD_PIDS_OUT: &str =
+    "group: its own, probe: 0\nkilled: its pid, signal 15\nwaitpid: its pid, exit 11\n\
     waitid peek: its pid, exit 12\nwaitid: its pid, exit 12, code exited\nno more: -1\n";
 
 /// Children's pids kept in memory (killed, waited for by `waitpid` and `waitid` through them),

@@ -166,6 +166,45 @@ SHIM_HIDDEN pid_t reprise_shim_child_real(pid_t pid)
     return r <= 0 ? pid : pid > 0 ? r : -r;
 }
 
+/* The pid given to the program for the child whose pid is `real` in this run (or the group
+ * it leads): the reverse of reprise_shim_child_real, for results that name one. */
+static pid_t child_given(pid_t real)
+{
+    if (real <= 0 || !reprise_active() || !reprise_io_replaying() || !reprise_recorded_pids()) return real;
+    pid_t rec = 0;
+    shim_lock(&children_lock);
+    unsigned n = nchildren < NCHILDREN ? nchildren : NCHILDREN;
+    for (unsigned k = 0; k < n && !rec; k++) {
+        unsigned i = (nchildren - 1 - k) % NCHILDREN;
+        if (children[i].real == real) rec = children[i].rec;
+    }
+    shim_unlock(&children_lock);
+    return rec > 0 ? rec : real;
+}
+
+/* Process groups named by a child's pid (job control): mapped as kill's are, both ways. Their
+ * results are the kernel's, as in the recording (the same children answer). */
+int setpgid(pid_t pid, pid_t pgid)
+{
+    REAL(int, setpgid, (pid_t, pid_t));
+    return real_setpgid(reprise_shim_child_real(pid), reprise_shim_child_real(pgid));
+}
+pid_t getpgid(pid_t pid)
+{
+    REAL(pid_t, getpgid, (pid_t));
+    return child_given(real_getpgid(reprise_shim_child_real(pid)));
+}
+pid_t getsid(pid_t pid)
+{
+    REAL(pid_t, getsid, (pid_t));
+    return child_given(real_getsid(reprise_shim_child_real(pid)));
+}
+int killpg(pid_t pgrp, int sig)
+{
+    REAL(int, killpg, (pid_t, int));
+    return real_killpg(reprise_shim_child_real(pgrp), sig);
+}
+
 pid_t fork(void)
 {
     REAL(pid_t, fork, (void));
@@ -276,3 +315,7 @@ int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
 #pragma weak wait3
 #pragma weak wait4
 #pragma weak waitid
+#pragma weak setpgid
+#pragma weak getpgid
+#pragma weak getsid
+#pragma weak killpg
