@@ -143,19 +143,23 @@ SHIM_HIDDEN pid_t reprise_shim_child_made(pid_t real)
     return reprise_recorded_pids() ? rec : real;
 }
 
-/* The replay's pid of the recording's child `rec`, or 0. */
-static pid_t child_now(pid_t rec)
+/* The child whose recording's pid (`by_real` 0) or replay's pid (1) is `pid`: its other pid,
+ * or 0 (the latest NCHILDREN children). */
+static pid_t child_lookup(pid_t pid, int by_real)
 {
-    pid_t real = 0;
+    pid_t other = 0;
     shim_lock(&children_lock);
     unsigned n = nchildren < NCHILDREN ? nchildren : NCHILDREN;
-    for (unsigned k = 0; k < n && !real; k++) {
+    for (unsigned k = 0; k < n && !other; k++) {
         unsigned i = (nchildren - 1 - k) % NCHILDREN;
-        if (children[i].rec == rec) real = children[i].real;
+        if ((by_real ? children[i].real : children[i].rec) == pid) other = by_real ? children[i].rec : children[i].real;
     }
     shim_unlock(&children_lock);
-    return real;
+    return other;
 }
+
+/* The replay's pid of the recording's child `rec`, or 0. */
+static pid_t child_now(pid_t rec) { return child_lookup(rec, 0); }
 
 /* The pid of this run for `pid` (or `-pid`, a process group), which the program was given:
  * a child's in a replay that gives the recording's pids; any other unchanged. For kill. */
@@ -171,14 +175,7 @@ SHIM_HIDDEN pid_t reprise_shim_child_real(pid_t pid)
 static pid_t child_given(pid_t real)
 {
     if (real <= 0 || !reprise_active() || !reprise_io_replaying() || !reprise_recorded_pids()) return real;
-    pid_t rec = 0;
-    shim_lock(&children_lock);
-    unsigned n = nchildren < NCHILDREN ? nchildren : NCHILDREN;
-    for (unsigned k = 0; k < n && !rec; k++) {
-        unsigned i = (nchildren - 1 - k) % NCHILDREN;
-        if (children[i].real == real) rec = children[i].rec;
-    }
-    shim_unlock(&children_lock);
+    pid_t rec = child_lookup(real, 1);
     return rec > 0 ? rec : real;
 }
 
