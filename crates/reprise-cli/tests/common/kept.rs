@@ -84,9 +84,12 @@ pub fn record_stdin(
 
 /// Replay `r` verified; on failure keep its trace (as `name`) before failing.
 pub fn replay_kept(w: &Work, r: &Recorded, name: &str) {
-    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        replay_verified(w, r, How::Plain)
-    }));
+    replay_kept_how(w, r, name, How::Plain);
+}
+
+/// Replay `r` verified `how`; on failure keep its trace (as `name`) before failing.
+pub fn replay_kept_how(w: &Work, r: &Recorded, name: &str, how: How) {
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| replay_verified(w, r, how)));
     if let Err(e) = res {
         let dir = failed_dir();
         std::fs::create_dir_all(&dir).ok();

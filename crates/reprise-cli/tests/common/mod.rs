@@ -445,9 +445,11 @@ pub fn record_replay_all_ways(name: &str, compiler: &str, recordings: usize, ext
     for i in 0..recordings {
         let r = record(&w, &bin, &p.args, &format!("{name}-{i}.trace"), extra);
         outcomes.insert(outcome(&r));
-        replay_verified(&w, &r, How::Plain);
-        replay_verified(&w, &r, How::OneCpu);
-        replay_verified(&w, &r, How::Jitter(i as u64 + 1));
+        // A failing trace is kept (target/tmp/failed-traces), to be read after the run.
+        let kept = format!("{name}-{compiler}-{i}");
+        kept::replay_kept_how(&w, &r, &kept, How::Plain);
+        kept::replay_kept_how(&w, &r, &kept, How::OneCpu);
+        kept::replay_kept_how(&w, &r, &kept, How::Jitter(i as u64 + 1));
     }
     if p.racy {
         let mut more = 0;
