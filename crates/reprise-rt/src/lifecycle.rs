@@ -93,18 +93,53 @@ pub fn stack_window(id: u32, size: usize) -> Option<u64> {
     Some(base + 4096)
 }
 
+/// `Shared::final_claim`: nobody has taken the thread's final checkpoint yet.
+const FINAL_OPEN: u32 = 0;
+/// A thread (itself, or the one ending the process) is taking it.
+const FINAL_CLAIMED: u32 = 1;
+/// It is in the thread's log.
+const FINAL_LOGGED: u32 = 2;
+
+/// Claim the final checkpoint of the thread whose shared part is `sh` (once per thread).
+fn claim_final(sh: &crate::slot::Shared) -> bool {
+    sh.final_claim
+        .compare_exchange(
+            FINAL_OPEN,
+            FINAL_CLAIMED,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        )
+        .is_ok()
+}
+
 /// Log the final digest of `t` unless a checkpoint just did (once per thread).
 fn final_checkpoint(t: &mut Thread) {
-    if t.sh()
-        .final_claim
-        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-        .is_err()
-    {
+    if !claim_final(t.sh()) {
         return;
     }
     let e = t.sh().events.load(Ordering::Relaxed);
     if !e.is_multiple_of(state::CHECKPOINT.load(Ordering::Relaxed)) {
         access::checkpoint(t, e);
+    }
+    t.sh().final_claim.store(FINAL_LOGGED, Ordering::SeqCst);
+}
+
+/// The ending thread found thread `tid`'s final checkpoint claimed by the thread itself, which
+/// is ending (returned from its start routine after its last event): wait until the pair is
+/// in its log, or the thread parked instead (past the recorded end), so that the logs sent next
+/// have it. Without this the process could end between the claim and the pair: the recording
+/// or its replay then lacked the thread's last checkpoint (`self_signal.c`: main `_exit`s
+/// while the worker that woke it returns; about one run in a thousand under load).
+fn wait_final_logged(tid: u32) {
+    let o = state::shared(tid);
+    let st = state::status(tid);
+    let mut waited = 0;
+    while waited < 40_000
+        && o.final_claim.load(Ordering::SeqCst) == FINAL_CLAIMED
+        && st.state.load(Ordering::SeqCst) != ST_AT_END
+    {
+        sys::sleep_ns(50_000);
+        waited += 1;
     }
 }
 
@@ -113,17 +148,14 @@ fn final_checkpoint(t: &mut Thread) {
 /// and count as they stand.
 fn outside_final(t: &mut Thread) {
     access::fold_pending(t);
-    if t.sh()
-        .final_claim
-        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-        .is_err()
-    {
+    if !claim_final(t.sh()) {
         return;
     }
     let e = t.sh().events.load(Ordering::Acquire);
     if !e.is_multiple_of(state::CHECKPOINT.load(Ordering::Relaxed)) {
         access::log_pair(t, R_DIGEST, e, t.sh().digest.get());
     }
+    t.sh().final_claim.store(FINAL_LOGGED, Ordering::SeqCst);
 }
 
 /// The final checkpoint of a thread still alive when another ends the process, logged by the
@@ -173,10 +205,8 @@ fn final_checkpoint_of_others(me: u32, n: u32, skip: u32) {
             o.digest.set(access::mix(o.digest.get(), v));
             o.pending_size.set(0);
         }
-        if o.final_claim
-            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-            .is_err()
-        {
+        if !claim_final(o) {
+            wait_final_logged(tid);
             continue;
         }
         let (digest, e) = (o.digest.get(), o.events.load(Ordering::Acquire));

@@ -150,8 +150,9 @@ pub struct Shared {
     pub sud: core::sync::atomic::AtomicU8,
     /// Deterministic id (set at init).
     pub tid: AtomicU32,
-    /// Nonzero once the thread's final checkpoint was logged (by itself at its end, or by the
-    /// thread that ends the process): claimed with a compare-exchange, so it is logged once.
+    /// The thread's final checkpoint: 0 open, 1 claimed (with a compare-exchange, so it is
+    /// logged once: by the thread itself at its end, or by the thread that ends the process),
+    /// 2 in the thread's log (`lifecycle::FINAL_LOGGED`).
     pub final_claim: AtomicU32,
     /// Record: asynchronous signals caught and not yet delivered (bit per signal).
     pub sig_pending: AtomicU64,
