@@ -82,8 +82,12 @@ pub fn has_runtime(p: &Path) -> bool {
 }
 
 /// Bytes of the `LD_PRELOAD=...` entry in sync mode: the runtime's path is padded with
-/// leading slashes to this length, so the environment (on the initial stack) has the same
-/// size in record and replay even when reprise moved between them.
+/// leading spaces (empty entries of the list, which the dynamic loader skips) to this length,
+/// so the environment (on the initial stack) has the same size in record and replay even when
+/// reprise moved between them. Leading slashes did the same for the loader, but the path they
+/// made was the runtime's name in the loader's list of libraries, and gdb reads no more than
+/// 512 bytes of a library's name: it found no runtime ("not in executable format") and
+/// stopped every backtrace at the runtime's thread start.
 const PRELOAD_ENTRY: usize = 1024;
 
 /// The environment the program is started with: the recorded one, plus in sync mode the
@@ -106,7 +110,7 @@ pub fn program_env(env0: &[Vec<u8>], preload: Option<&Path>) -> Vec<Vec<u8>> {
     let mut entry = b"LD_PRELOAD=".to_vec();
     let tail = theirs.as_ref().map_or(0, |t| t.len() + 1);
     let pad = PRELOAD_ENTRY.saturating_sub(entry.len() + path.len() + tail + 1);
-    entry.extend(std::iter::repeat_n(b'/', pad));
+    entry.extend(std::iter::repeat_n(b' ', pad));
     entry.extend_from_slice(path);
     if let Some(t) = theirs {
         entry.push(b':');
@@ -114,4 +118,37 @@ pub fn program_env(env0: &[Vec<u8>], preload: Option<&Path>) -> Vec<Vec<u8>> {
     }
     env.push(entry);
     env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The entries the dynamic loader reads from an `LD_PRELOAD` value: split at spaces and
+    /// colons, empty ones skipped.
+    fn loader_list(v: &[u8]) -> Vec<&[u8]> {
+        v.split(|&b| b == b' ' || b == b':')
+            .filter(|e| !e.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn the_runtime_is_first_in_ld_preload_under_its_own_name_at_a_fixed_size() {
+        let so = Path::new("/opt/reprise/reprise-shim/libreprise_rt.so");
+        let env0 = vec![b"HOME=/root".to_vec(), b"LD_PRELOAD=/x/a.so b.so".to_vec()];
+        let env = program_env(&env0, Some(so));
+        assert_eq!(env[0], b"HOME=/root");
+        let entry = &env[1];
+        assert_eq!(entry.len() + 1, PRELOAD_ENTRY, "with its NUL");
+        let v = entry.strip_prefix(b"LD_PRELOAD=").unwrap();
+        assert_eq!(
+            loader_list(v),
+            [&so.as_os_str().as_encoded_bytes()[..], b"/x/a.so", b"b.so"]
+        );
+        // Alone, and from another place: the same size.
+        let alone = program_env(&env0[..1], Some(Path::new("/r/l.so")));
+        assert_eq!(alone[1].len() + 1, PRELOAD_ENTRY);
+        assert_eq!(loader_list(&alone[1][11..]), [b"/r/l.so"]);
+        assert_eq!(program_env(&env0, None), env0);
+    }
 }

@@ -106,3 +106,45 @@ fn crash_replays_under_gdb_to_a_backtrace() {
     assert!(text.contains("reprise: replay verified"), "{text}");
     assert_eq!(shell_status(&o), status, "{text}");
 }
+
+/// Sync mode: gdb finds the runtime the dynamic loader preloaded (its name in the loader's list
+/// is its path, not the padded `LD_PRELOAD` entry), so a backtrace from a thread goes through the
+/// runtime's thread start to glibc's, and the replay verifies after gdb detaches.
+#[test]
+fn a_sync_mode_replay_under_gdb_knows_the_runtime() {
+    let p = program("crash_sometimes");
+    let w = Work::new();
+    let bin = w.build_plain(&p);
+    let mut c = w.cmd();
+    c.args(["record", "-o", "fail.trace", "--"])
+        .arg(format!("./{bin}"))
+        .args(&p.args);
+    let o = run_limited(c, Duration::from_secs(300));
+    let status = shell_status(&o);
+    let (o, text) = gdb_replay(
+        &w,
+        &[
+            "-batch",
+            "-ex",
+            "break reader",
+            "-ex",
+            "continue",
+            "-ex",
+            "bt",
+        ],
+    );
+    assert!(!text.contains("not in executable format"), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with('#')
+            && l.contains("reprise_trampoline")
+            && l.contains("libreprise_rt.so")),
+        "no frame in the runtime:\n{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with('#') && l.contains("start_thread")),
+        "the backtrace stops before glibc's thread start:\n{text}"
+    );
+    assert!(text.contains("reprise: replay verified"), "{text}");
+    assert_eq!(shell_status(&o), status, "{text}");
+}
