@@ -143,7 +143,7 @@ mod tests {
         let v = entry.strip_prefix(b"LD_PRELOAD=").unwrap();
         assert_eq!(
             loader_list(v),
-            [&so.as_os_str().as_encoded_bytes()[..], b"/x/a.so", b"b.so"]
+            [so.as_os_str().as_encoded_bytes(), b"/x/a.so", b"b.so"]
         );
         // Alone, and from another place: the same size.
         let alone = program_env(&env0[..1], Some(Path::new("/r/l.so")));
