@@ -55,6 +55,9 @@ static inline void shim_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE
 extern int reprise_ordered(const void *obj);   /* safe point + turn on obj's stripe; 0 if off */
 extern void reprise_safe_point(void);
 extern uint64_t reprise_input(uint64_t live);   /* record: logs live; replay: recorded value */
+/* reprise_input for the result of a call made before the entry: the signals due there are
+ * delivered after the result is logged (entry.rs, enter_result_first). */
+extern uint64_t reprise_call_result(uint64_t live);
 extern int reprise_active(void);                /* 1 while recording or replaying this thread */
 
 /* The pending access's value is folded before the first dlsym, whose __sigsetjmp writes

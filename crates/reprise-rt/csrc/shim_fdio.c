@@ -229,7 +229,7 @@ static uint64_t hash_bytes(const void *p, size_t n) { return reprise_hash_bytes(
 /* A recorded result with errno: record logs it; replay returns the recorded one. */
 long reprise_shim_io_result(long r, int err)
 {
-    r = (long)reprise_input((uint64_t)r);
+    r = (long)reprise_call_result((uint64_t)r);
     if (r < 0) errno = (int)reprise_input((uint64_t)err);
     return r;
 }

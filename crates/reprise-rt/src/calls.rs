@@ -158,13 +158,29 @@ pub extern "C" fn reprise_input(live: u64) -> u64 {
     access::result(t, if replaying() { None } else { Some(live) })
 }
 
+/// [`reprise_input`] for the result of a call made before this entry (a read, a wait): the
+/// signals due at the entry are delivered after the result is logged
+/// ([`crate::entry::enter_result_first`] says why).
+#[no_mangle]
+pub extern "C" fn reprise_call_result(live: u64) -> u64 {
+    let Some(mut e) = crate::entry::enter_result_first() else {
+        return live;
+    };
+    let t = e.t();
+    access::fold_pending(t);
+    let v = access::result(t, if replaying() { None } else { Some(live) });
+    crate::entry::end_then_deliver(e);
+    v
+}
+
 /// Replay: the calling thread's next recorded result, else `dflt`; not taken, and no runtime
 /// entry (nothing counted, no signal delivered). For a call replay makes for real before its
 /// result's entry, where the recording made it, and which needs the recorded outcome to do so
 /// (`shim_child.c`: the child a recorded wait reaped is reaped before the entry at which a
-/// signal recorded after that wait is delivered). That entry's deliveries are events of their
-/// own (a turn on the signal's stripe) before the result is logged: the result may belong to
-/// a later event than the thread's current one (dash's SIGCHLD, delivered after its `wait3`).
+/// signal recorded after that wait is delivered). A call's result entry
+/// ([`reprise_call_result`]) delivers its signals after the result, so the next result is the
+/// call's own; other entries deliver theirs first, as events of their own (a turn on the
+/// signal's stripe), so a result may belong to a later event than the thread's current one.
 #[no_mangle]
 pub extern "C" fn reprise_peek_result(dflt: u64) -> u64 {
     let t = state::cur();

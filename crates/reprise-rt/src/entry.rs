@@ -43,6 +43,48 @@ impl Drop for Entry {
 /// Enter the runtime, or None to run the operation natively.
 #[inline(always)]
 pub fn enter() -> Option<Entry> {
+    enter_delivering(true)
+}
+
+/// Enter the runtime to log (record) or take (replay) the result of a call the program made
+/// before this entry: the signals due at this entry are delivered only once the result is
+/// logged, by [`end_then_deliver`] (their handlers still run before the call returns to the
+/// program). Replay may then peek at the result before the entry ([`crate::calls`]'s
+/// `reprise_peek_result`) and find the call's own, not one of a handler's: bash's SIGCHLD
+/// handler reaps `$(...)`'s child while the read of its output that the signal interrupted
+/// returns, and replay, draining the pipe by the peeked count before the entry, drained the
+/// handler's wait result's worth (a pid) instead of the read's 4096 bytes, so the child could
+/// never write its last bytes and the handler's wait for it never returned.
+#[inline(always)]
+pub fn enter_result_first() -> Option<Entry> {
+    enter_delivering(false)
+}
+
+/// End an entry made by [`enter_result_first`], then deliver the signals due at it.
+pub fn end_then_deliver(e: Entry) {
+    let t = e.t;
+    drop(e);
+    // SAFETY: `t` is the current thread's own slot (from the ended entry), and no entry is
+    // open: no other reference to it exists.
+    deliver_due(unsafe { &mut *t });
+}
+
+/// Deliver the signals due at the thread's current entry, if any (outside runtime state).
+#[inline(always)]
+fn deliver_due(th: &mut Thread) {
+    if th.entries() == th.next_sig_at
+        || th
+            .sh()
+            .sig_pending
+            .load(core::sync::atomic::Ordering::Relaxed)
+            != 0
+    {
+        crate::signals::deliver(th);
+    }
+}
+
+#[inline(always)]
+fn enter_delivering(deliver_now: bool) -> Option<Entry> {
     let mut m = state::mode();
     if m == M_UNINIT {
         m = state::init();
@@ -68,14 +110,8 @@ pub fn enter() -> Option<Entry> {
     // SAFETY: t is this thread's own slot.
     let th = unsafe { &mut *t };
     th.entry_bias = th.entry_bias.wrapping_add(1);
-    if th.entries() == th.next_sig_at
-        || th
-            .sh()
-            .sig_pending
-            .load(core::sync::atomic::Ordering::Relaxed)
-            != 0
-    {
-        crate::signals::deliver(th);
+    if deliver_now {
+        deliver_due(th);
     }
     IN_RT.with(|c| c.set(true));
     // Libraries this thread's last dlopen loaded (runtime work: IN_RT set).
