@@ -482,6 +482,23 @@ fn a_sigchld_during_a_read_of_the_childs_pipe_replays_verified() {
     );
 }
 
+/// Waits that swap in a signal mask (`pselect_wait`): 8 recordings per mode, each replay
+/// verified. Before, they were not interposed: a recording hung in the loop that waits for a
+/// child's SIGCHLD (the handler, deferred to the thread's next runtime entry, had not run when
+/// `pselect` returned EINTR), and a replay made them for real, so `make -j2`'s wait for its own
+/// jobserver token (written into a pipe replay revokes) slept until a SIGCHLD and make took
+/// another path ("its next recorded result belongs to event 44").
+#[test]
+fn waits_with_a_signal_mask_replay_verified() {
+    eight_recordings_per_mode_replay_verified(
+        "pselect_wait",
+        "pselect: 1 ready, token's end set\nppoll: 1 ready, revents POLLIN\n\
+         epoll_pwait: 1 ready, data 7\npselect on an empty pipe: 0 ready\n\
+         pselect ended by SIGCHLD: EINTR, handler ran 1, child exited 3\n\
+         token read back: 1 byte, +\n",
+    );
+}
+
 /// What `child_pids` prints natively.
 const CHILD_PIDS_OUT: &str =
     "group: its own, probe: 0\nkilled: its pid, signal 15\nwaitpid: its pid, exit 11\n\

@@ -96,6 +96,31 @@ int getsockopt(int fd, int lv, int o, void *v, socklen_t *l)
     return r;
 }
 
+/* The result of a poll, select or epoll wait made before (record) or not (replay), and what it
+ * filled in: recorded data. */
+static int poll_result(int r, int e, struct pollfd *fds, nfds_t n)
+{
+    r = (int)reprise_shim_io_result(r, e);
+    if (r >= 0) reprise_io_data(fds, n * sizeof *fds);
+    return r;
+}
+static int select_result(int r, int e, fd_set *rd, fd_set *wr, fd_set *ex)
+{
+    r = (int)reprise_shim_io_result(r, e);
+    if (r >= 0) {
+        if (rd) reprise_io_data(rd, sizeof *rd);
+        if (wr) reprise_io_data(wr, sizeof *wr);
+        if (ex) reprise_io_data(ex, sizeof *ex);
+    }
+    return r;
+}
+static int epoll_result(int r, int e, struct epoll_event *evs)
+{
+    r = (int)reprise_shim_io_result(r, e);
+    if (r > 0) reprise_io_data(evs, (size_t)r * sizeof *evs);
+    return r;
+}
+
 int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
     REAL(int, poll, (struct pollfd *, nfds_t, int));
@@ -104,9 +129,7 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
     int r = -1, e = 0;
     if (!reprise_io_replaying()) { CANCELLABLE(NULL, r = real_poll(fds, n, timeout)); e = errno; }
     else CANCEL_POINT();
-    r = (int)reprise_shim_io_result(r, e);
-    if (r >= 0) reprise_io_data(fds, n * sizeof *fds);
-    return r;
+    return poll_result(r, e, fds, n);
 }
 int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 {
@@ -116,13 +139,43 @@ int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
     int r = -1, e = 0;
     if (!reprise_io_replaying()) { CANCELLABLE(NULL, r = real_select(n, rd, wr, ex, tv)); e = errno; }
     else CANCEL_POINT();
-    r = (int)reprise_shim_io_result(r, e);
-    if (r >= 0) {
-        if (rd) reprise_io_data(rd, sizeof *rd);
-        if (wr) reprise_io_data(wr, sizeof *wr);
-        if (ex) reprise_io_data(ex, sizeof *ex);
-    }
-    return r;
+    return select_result(r, e, rd, wr, ex);
+}
+/* The waits that swap in a signal mask for their duration (pselect, ppoll, epoll_pwait) go as
+ * their plain forms: performed while recording (the mask swapped in by the kernel, a signal
+ * that came during the call delivered at its result's entry, after the result), their result
+ * and ready sets recorded; replay makes no call. Made for real in replay, GNU make's `-j`
+ * jobserver wait (pselect on its own token pipe, whose writes replay revokes) slept until a
+ * child's SIGCHLD instead of returning the token's readiness, and make took another path. */
+int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask)
+{
+    REAL(int, pselect, (int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *));
+    if (!reprise_active()) return real_pselect(n, rd, wr, ex, ts, mask);
+    reprise_safe_point();
+    int r = -1, e = 0;
+    if (!reprise_io_replaying()) { CANCELLABLE(NULL, r = real_pselect(n, rd, wr, ex, ts, mask)); e = errno; }
+    else CANCEL_POINT();
+    return select_result(r, e, rd, wr, ex);
+}
+int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+    REAL(int, ppoll, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *));
+    if (!reprise_active()) return real_ppoll(fds, n, ts, mask);
+    reprise_safe_point();
+    int r = -1, e = 0;
+    if (!reprise_io_replaying()) { CANCELLABLE(NULL, r = real_ppoll(fds, n, ts, mask)); e = errno; }
+    else CANCEL_POINT();
+    return poll_result(r, e, fds, n);
+}
+int epoll_pwait(int ep, struct epoll_event *evs, int max, int timeout, const sigset_t *mask)
+{
+    REAL(int, epoll_pwait, (int, struct epoll_event *, int, int, const sigset_t *));
+    if (!reprise_active()) return real_epoll_pwait(ep, evs, max, timeout, mask);
+    reprise_safe_point();
+    int r = -1, e = 0;
+    if (!reprise_io_replaying()) { CANCELLABLE(NULL, r = real_epoll_pwait(ep, evs, max, timeout, mask)); e = errno; }
+    else CANCEL_POINT();
+    return epoll_result(r, e, evs);
 }
 int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
 {
@@ -140,9 +193,7 @@ int epoll_wait(int ep, struct epoll_event *evs, int max, int timeout)
     int r = -1, e = 0;
     if (!reprise_io_replaying()) { CANCELLABLE(NULL, r = real_epoll_wait(ep, evs, max, timeout)); e = errno; }
     else CANCEL_POINT();
-    r = (int)reprise_shim_io_result(r, e);
-    if (r > 0) reprise_io_data(evs, (size_t)r * sizeof *evs);
-    return r;
+    return epoll_result(r, e, evs);
 }
 
 /* The C interposers of this file (the tests check that the archive defines no libc name
@@ -155,11 +206,14 @@ int epoll_wait(int ep, struct epoll_event *evs, int max, int timeout)
 #pragma weak epoll_create1
 #pragma weak epoll_ctl
 #pragma weak epoll_wait
+#pragma weak epoll_pwait
 #pragma weak getpeername
 #pragma weak getsockname
 #pragma weak getsockopt
 #pragma weak listen
 #pragma weak poll
+#pragma weak ppoll
+#pragma weak pselect
 #pragma weak select
 #pragma weak setsockopt
 #pragma weak shutdown
