@@ -123,7 +123,8 @@ SHIM_HIDDEN void reprise_shim_pipe_written(const struct stat *st);
 SHIM_HIDDEN int reprise_shim_child_pipe(const struct stat *st);
 SHIM_HIDDEN void reprise_shim_pipe_to_child(int wfd);
 SHIM_HIDDEN int reprise_shim_feeds_child(const struct stat *st);
-SHIM_HIDDEN void reprise_shim_drain(int fd, void *scratch, size_t cap, long want);
+SHIM_HIDDEN void reprise_shim_drain_how(int fd, void *scratch, size_t cap, long want, int wait);
+SHIM_HIDDEN int reprise_shim_pipe_shared(const struct stat *st);
 SHIM_HIDDEN pid_t reprise_shim_child_made(pid_t real);
 SHIM_HIDDEN pid_t reprise_shim_child_real(pid_t pid);
 /* Replay: the thread's next recorded result, not taken, without a runtime entry (calls.rs). */

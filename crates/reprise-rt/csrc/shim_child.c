@@ -22,9 +22,12 @@
  * NPIPES pipes; a read of an older one is a plain recorded read (replay then drains nothing),
  * a write into one is revocable. */
 #define NPIPES 256
-static struct { dev_t dev; ino_t ino; int written; int rfd; } pipes[NPIPES];
+static struct { dev_t dev; ino_t ino; int written; int rfd; unsigned forks; } pipes[NPIPES];
 static unsigned npipes;
 static int pipes_lock;
+/* Children the program made (fork, posix_spawn) while recording: a pipe made before the latest
+ * of them may be read by a child that inherited its read end. */
+static unsigned children_made;
 
 /* A pipe made while recording, of which `fd` is an end; `rfd` is its read end in this
  * process, -1 for none (popen's pipe for writing). */
@@ -38,6 +41,7 @@ static void pipe_note(int fd, int rfd)
     pipes[i].ino = st.st_ino;
     pipes[i].written = 0;
     pipes[i].rfd = rfd;
+    pipes[i].forks = __atomic_load_n(&children_made, __ATOMIC_SEQ_CST);
     shim_unlock(&pipes_lock);
 }
 
@@ -77,12 +81,28 @@ SHIM_HIDDEN int reprise_shim_child_pipe(const struct stat *st)
     return child;
 }
 
+/* Whether the pipe of `st` is one the program made and then made a child (fork, posix_spawn),
+ * which may read it through the read end it inherited: Python's multiprocessing.Pool writes its
+ * tasks into a pipe whose read end the parent keeps and its forked workers read. */
+SHIM_HIDDEN int reprise_shim_pipe_shared(const struct stat *st)
+{
+    if (!S_ISFIFO(st->st_mode)) return 0;
+    shim_lock(&pipes_lock);
+    int i = pipe_slot(st);
+    int shared = i >= 0 && pipes[i].forks != __atomic_load_n(&children_made, __ATOMIC_SEQ_CST);
+    shim_unlock(&pipes_lock);
+    return shared;
+}
+
 /* Whether a write into `fd` (status `st`) feeds a child: a pipe the program made whose read
- * end it no longer holds (closed after the fork, or popen's). A program that keeps its read end
- * open (a pipe to itself) writes for itself: such writes stay revocable, its reads recorded. */
+ * end it no longer holds (closed after the fork, or popen's), or one it made a child after
+ * (reprise_shim_pipe_shared: the child may read it). A program that keeps its read end open
+ * and has no child since (a pipe to itself) writes for itself: such writes stay revocable,
+ * its reads recorded. */
 SHIM_HIDDEN int reprise_shim_feeds_child(const struct stat *st)
 {
     if (!S_ISFIFO(st->st_mode)) return 0;
+    if (reprise_shim_pipe_shared(st)) return 1;
     shim_lock(&pipes_lock);
     int i = pipe_slot(st);
     int rfd = i >= 0 ? pipes[i].rfd : -2;
@@ -95,14 +115,21 @@ SHIM_HIDDEN int reprise_shim_feeds_child(const struct stat *st)
 /* Replay of a read of a child's pipe that read `want` bytes while recording (0: the end of
  * file): read and drop what the child writes, up to that count, or up to the end of file;
  * `scratch` (`cap` bytes) is the program's buffer, which the recorded bytes then fill. Raw
- * system calls (also called from the SIGSYS handler, capture.rs). */
-SHIM_HIDDEN void reprise_shim_drain(int fd, void *scratch, size_t cap, long want)
+ * system calls (also called from the SIGSYS handler, capture.rs). `wait`: wait for the bytes
+ * (a child's pipe), or take only what is there (a pipe the program writes too and shares with
+ * a child: replay performs its writes, the program's reads take theirs out again, unless a
+ * child took them first). */
+SHIM_HIDDEN void reprise_shim_drain_how(int fd, void *scratch, size_t cap, long want, int wait)
 {
     if (want < 0 || cap == 0) return;
     long got = 0;
     for (;;) {
         size_t ask = cap;
         if (want > 0 && (size_t)(want - got) < ask) ask = (size_t)(want - got);
+        if (!wait) {
+            struct pollfd pf = { .fd = fd, .events = POLLIN };
+            if (raw_syscall3(SYS_poll, (long)&pf, 1, 0) != 1 || !(pf.revents & POLLIN)) return;
+        }
         long k = raw_syscall3(SYS_read, fd, (long)scratch, (long)ask);
         if (k == -EINTR) continue;
         if (k == -EAGAIN) {
@@ -133,6 +160,7 @@ extern int reprise_recorded_pids(void);
 SHIM_HIDDEN pid_t reprise_shim_child_made(pid_t real)
 {
     if (!reprise_active()) return real;
+    if (!reprise_io_replaying() && real > 0) __atomic_fetch_add(&children_made, 1, __ATOMIC_SEQ_CST);
     pid_t rec = (pid_t)reprise_input((uint64_t)(int64_t)real);
     if (!reprise_io_replaying() || rec <= 0 || real <= 0) return real;
     shim_lock(&children_lock);

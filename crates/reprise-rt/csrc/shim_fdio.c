@@ -23,7 +23,7 @@
 #include <string.h>
 #include <linux/magic.h>
 
-enum { IO_EMULATE = 1, IO_REEXEC = 2, IO_PIPE = 3 };
+enum { IO_EMULATE = 1, IO_REEXEC = 2, IO_PIPE = 3, IO_PIPE_SHARED = 4 };
 
 /* Files (dev, inode) this program wrote while recording: their reads and mappings are
  * recorded. Past NWRITTEN files (a database's many table files) every file counts as written:
@@ -148,6 +148,7 @@ static int file_read_class(int fd, int rf)
     struct stat st;
     if (RAW_FSTAT(fd, &st) != 0) return IO_EMULATE;
     if (reprise_shim_child_pipe(&st)) return IO_PIPE;
+    if (reprise_shim_pipe_shared(&st)) return IO_PIPE_SHARED;
     if (fd == 0 || (rf & RF_PORTABLE) || !S_ISREG(st.st_mode)) return IO_EMULATE;
     if (!(rf & RF_HASH_ALL) && st.st_size < REEXEC_FILE_SIZE) return IO_EMULATE;
     if (pseudo_fs(fd, st.st_dev)) return IO_EMULATE;
@@ -174,7 +175,7 @@ static int read_class(int fd) { return reprise_active() ? file_read_class(fd, re
 /* For capture.rs (inside the SIGSYS handler: plain code, raw system calls only). */
 int reprise_capture_read_class(int fd) { return file_read_class(fd, reprise_read_flags()); }
 void reprise_capture_mark_written(int fd) { reprise_shim_mark_written(fd); }
-void reprise_capture_drain(int fd, void *buf, size_t cap, long want) { reprise_shim_drain(fd, buf, cap, want); }
+void reprise_capture_drain(int fd, void *buf, size_t cap, long want, int wait) { reprise_shim_drain_how(fd, buf, cap, want, wait); }
 /* Replay of an open made inside stdio: descriptor `want` (the recording's) is the file itself
  * for reading when it can be opened, else /dev/null (a file opened for writing always: stdio's
  * writes then vanish; its reads come from the trace). */
@@ -256,6 +257,16 @@ static uint64_t hash_iov(const struct iovec *iov, int cnt, long total)
     return h;
 }
 
+/* Replay of a read of class `cls` into `buf` (`n` bytes): a child's pipe is drained by the
+ * read's recorded count, waiting for the child that writes it again; a pipe the program writes
+ * and shares with a child (IO_PIPE_SHARED, whose writes replay performs) by what is there.
+ * Called before the read's result entry, where the recording read. */
+static void replay_drain(int cls, int fd, void *buf, size_t n)
+{
+    if (cls == IO_PIPE || cls == IO_PIPE_SHARED)
+        reprise_shim_drain_how(fd, buf, n, (long)reprise_peek_result((uint64_t)-1), cls == IO_PIPE);
+}
+
 /* Reads may block: they are safe points and hold no turn (each thread's data is its own). */
 static long do_read(int fd, void *buf, size_t n, long (*real)(int, void *, size_t, void *), void *extra)
 {
@@ -275,7 +286,7 @@ static long do_read(int fd, void *buf, size_t n, long (*real)(int, void *, size_
             CANCEL_POINT();
             /* A child's pipe: what the child writes again is read here, before the result's
              * entry, where the recording read it (shim_child.c). */
-            if (cls == IO_PIPE) reprise_shim_drain(fd, buf, n, (long)reprise_peek_result((uint64_t)-1));
+            replay_drain(cls, fd, buf, n);
         }
         r = reprise_shim_io_result(r, e);
         if (r > 0) reprise_io_data(buf, (size_t)r);
@@ -343,8 +354,7 @@ ssize_t readv(int fd, const struct iovec *iov, int cnt)
             CANCEL_POINT();
             int i = 0;
             while (i < cnt - 1 && iov[i].iov_len == 0) i++;
-            if (cls == IO_PIPE && cnt > 0)
-                reprise_shim_drain(fd, iov[i].iov_base, iov[i].iov_len, (long)reprise_peek_result((uint64_t)-1));
+            if (cnt > 0) replay_drain(cls, fd, iov[i].iov_base, iov[i].iov_len);
         }
         r = reprise_shim_io_result(r, e);
         if (r > 0) data_iov(iov, cnt, r);

@@ -77,15 +77,15 @@ pub extern "C" fn reprise_capture_end(began: c_int) {
 }
 
 extern "C" {
-    /// `IO_EMULATE` (1), `IO_REEXEC` (2) or `IO_PIPE` (3) for a read of `fd` (the shim's read
-    /// classes).
+    /// `IO_EMULATE` (1), `IO_REEXEC` (2), `IO_PIPE` (3) or `IO_PIPE_SHARED` (4) for a read of
+    /// `fd` (the shim's read classes).
     fn reprise_capture_read_class(fd: c_int) -> c_int;
     fn reprise_hash_bytes(seed: u64, p: *const u8, n: usize) -> u64;
     /// Note that the program writes the file of `fd` (its reads are then recorded).
     fn reprise_capture_mark_written(fd: c_int);
     /// Replay of a read of a child's pipe: read and drop what the child writes again, up to
     /// `want` bytes (to the end of file for 0), into the program's buffer (shim_child.c).
-    fn reprise_capture_drain(fd: c_int, buf: *mut u8, cap: usize, want: i64);
+    fn reprise_capture_drain(fd: c_int, buf: *mut u8, cap: usize, want: i64, wait: c_int);
     /// Replay of an open: give descriptor `want` the file for reading, or /dev/null.
     fn reprise_capture_replay_open(dirfd: c_int, path: *const i8, flags: c_int, want: c_int);
     /// 1 or 2 when `fd` is standard output or error under another number, else 0.
@@ -94,6 +94,7 @@ extern "C" {
 
 const IO_REEXEC: u64 = 2;
 const IO_PIPE: u64 = 3;
+const IO_PIPE_SHARED: u64 = 4;
 /// `reprise_capture_out_stream`'s class of a write into a pipe that feeds a child.
 const OUT_CHILD: i64 = 3;
 const TCGETS: u64 = 0x5401;
@@ -276,9 +277,17 @@ fn captured(t: &mut Thread, nr: i64, a: &[u64; 6]) -> Option<i64> {
                 crate::sync::blocking(t, reprise_proto::WAIT_NONE, 0, || native(nr, a))
             };
             let r = outcome(t, || live);
-            if cls == IO_PIPE && replaying() && nr == libc::SYS_read {
+            if (cls == IO_PIPE || cls == IO_PIPE_SHARED) && replaying() && nr == libc::SYS_read {
                 // SAFETY: the program's buffer of a[2] bytes, which the recorded data fills next.
-                unsafe { reprise_capture_drain(fd, a[1] as *mut u8, a[2] as usize, r) };
+                unsafe {
+                    reprise_capture_drain(
+                        fd,
+                        a[1] as *mut u8,
+                        a[2] as usize,
+                        r,
+                        c_int::from(cls == IO_PIPE),
+                    )
+                };
             }
             if r > 0 {
                 if vec {
