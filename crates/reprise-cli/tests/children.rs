@@ -43,7 +43,6 @@ fn eight_recordings_per_mode_replay_verified(name: &str, out: &str) {
     }
 }
 
-
 /// A child's SIGCHLD that interrupts main's read of the child's pipe, its handler reaping the
 /// child (`sigchld_read`): 8 recordings per mode, each replay verified. Before, replay drained
 /// the pipe by the next recorded result, which was the handler's (the child's pid), not the
