@@ -42,6 +42,52 @@ pub struct OutputCheck<'a> {
     damaged: Option<TraceError>,
     /// The replay's bytes, when asked to keep them ([`OutputCheck::keeping`]).
     kept: Option<Vec<u8>>,
+    /// The replay's lines, in any order.
+    lines: Lines,
+}
+
+/// A digest of a stream's lines that does not depend on their order: the sum of the lines'
+/// hashes (the last one may lack its newline), and their count.
+#[derive(Default, Clone, Copy, PartialEq, Eq, Debug)]
+struct Lines {
+    sum: u64,
+    count: u64,
+    /// The hash of the line so far, and whether it has any byte.
+    cur: u64,
+    open: bool,
+}
+
+impl Lines {
+    const SEED: u64 = 0xcbf2_9ce4_8422_2325;
+
+    fn feed(&mut self, b: &[u8]) {
+        for &c in b {
+            if !self.open {
+                self.cur = Self::SEED;
+                self.open = true;
+            }
+            self.cur = (self.cur ^ u64::from(c)).wrapping_mul(0x0100_0000_01b3);
+            if c == b'\n' {
+                self.end_line();
+            }
+        }
+    }
+
+    fn end_line(&mut self) {
+        if self.open {
+            // Mixed, so that equal sums of different lines are unlikely.
+            let h = (self.cur ^ (self.cur >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            self.sum = self.sum.wrapping_add(h ^ (h >> 32));
+            self.count += 1;
+            self.open = false;
+        }
+    }
+
+    /// The digest once the stream ended.
+    fn finished(mut self) -> Lines {
+        self.end_line();
+        self
+    }
 }
 
 impl<'a> OutputCheck<'a> {
@@ -57,6 +103,7 @@ impl<'a> OutputCheck<'a> {
             first_diff: None,
             damaged: None,
             kept: None,
+            lines: Lines::default(),
         }
     }
 
@@ -101,6 +148,7 @@ impl<'a> OutputCheck<'a> {
         if let Some(k) = &mut self.kept {
             k.extend_from_slice(b);
         }
+        self.lines.feed(b);
         while self.first_diff.is_none() && self.damaged.is_none() && !b.is_empty() {
             if !self.refill() {
                 break;
@@ -125,11 +173,28 @@ impl<'a> OutputCheck<'a> {
         if let Some(e) = &self.damaged {
             return Err(e);
         }
+        let differs = self.first_diff.is_some() || self.replayed != self.rec.len;
         Ok(StreamMatch {
             recorded: self.rec.len,
             replayed: self.replayed,
             first_diff: self.first_diff,
+            reordered: differs
+                && self.replayed == self.rec.len
+                && self.recorded_lines() == Some(self.lines.finished()),
         })
+    }
+
+    /// The recorded stream's lines (read again, only for a replay whose stream differs), or
+    /// None when a chunk does not decompress.
+    fn recorded_lines(&self) -> Option<Lines> {
+        let mut dec = zstd::bulk::Decompressor::new().ok()?;
+        let mut buf = Vec::new();
+        let mut lines = Lines::default();
+        for c in &self.rec.chunks {
+            c.decompress_into(&mut dec, &mut buf).ok()?;
+            lines.feed(&buf);
+        }
+        Some(lines.finished())
     }
 
     /// The replay's bytes, when kept.
@@ -205,5 +270,19 @@ mod tests {
         assert_eq!(long.diff_at(), 6);
         let none = check(&recorded(&[]), &[]);
         assert!(none.equal());
+    }
+
+    #[test]
+    fn the_same_lines_in_another_order_are_told_apart() {
+        let rec = recorded(&[b"built f1.o\nbuil", b"t f2.o\nlinked\n"]);
+        let swapped = check(&rec, &[b"built f2.o\n", b"built f1.o\nlinked\n"]);
+        assert!(!swapped.equal() && swapped.reordered);
+        assert_eq!(swapped.diff_at(), 7);
+        // Another line, or one line twice, is not a reordering.
+        let other = check(&rec, &[b"built f3.o\nbuilt f1.o\nlinked\n"]);
+        assert!(!other.equal() && !other.reordered);
+        let twice = check(&rec, &[b"built f1.o\nbuilt f1.o\nlinked\n"]);
+        assert!(!twice.reordered);
+        assert!(!check(&rec, &[b"built f1.o\nbuilt f2.o\nlinked\n"]).reordered);
     }
 }

@@ -24,6 +24,9 @@ pub struct StreamMatch {
     pub replayed: u64,
     /// The first position where the two differ, as far as both go (None: they agree there).
     pub first_diff: Option<u64>,
+    /// They differ, but hold the same lines in another order (as when processes the program
+    /// made, which are not recorded, write to the stream at the same time).
+    pub reordered: bool,
 }
 
 impl StreamMatch {
@@ -258,13 +261,17 @@ fn compare_output(out: &Outputs) -> Result<(), String> {
     Ok(())
 }
 
+/// What a stream differing only in its lines' order is said to be (no data race is blamed).
+pub const REORDERED: &str = ": the same lines in another order, as when processes the program started (which are not recorded: they run again in replay) write to it at the same time";
+
 /// "stdout differs at byte N (recorded A bytes, replayed B bytes)".
 fn output_differs(name: &str, m: &StreamMatch) -> String {
     format!(
-        "{name} differs at byte {} (recorded {} bytes, replayed {} bytes)",
+        "{name} differs at byte {} (recorded {} bytes, replayed {} bytes){}",
         m.diff_at(),
         m.recorded,
-        m.replayed
+        m.replayed,
+        if m.reordered { REORDERED } else { "" }
     )
 }
 
