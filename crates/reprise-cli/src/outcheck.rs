@@ -42,9 +42,17 @@ pub struct OutputCheck<'a> {
     damaged: Option<TraceError>,
     /// The replay's bytes, when asked to keep them ([`OutputCheck::keeping`]).
     kept: Option<Vec<u8>>,
-    /// The replay's lines, in any order.
+    /// The replay's bytes since the last newline of the part that agrees with the recording
+    /// (None past [`LINE_MAX`]), then from the first difference on, its lines in any order
+    /// (`lines`), and where in the stream those start (`lines_from`): the two streams are
+    /// compared line by line, in any order, only once they differ.
+    line: Option<Vec<u8>>,
     lines: Lines,
+    lines_from: u64,
 }
+
+/// The longest line kept while the streams agree (longer: no line-order verdict).
+const LINE_MAX: usize = 64 * 1024;
 
 /// A digest of a stream's lines that does not depend on their order: the sum of the lines'
 /// hashes (the last one may lack its newline), and their count.
@@ -79,6 +87,8 @@ impl Lines {
             let h = (self.cur ^ (self.cur >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
             self.sum = self.sum.wrapping_add(h ^ (h >> 32));
             self.count += 1;
+            // A closed line leaves no trace but in the sum (digests compare whole).
+            self.cur = 0;
             self.open = false;
         }
     }
@@ -103,7 +113,9 @@ impl<'a> OutputCheck<'a> {
             first_diff: None,
             damaged: None,
             kept: None,
+            line: Some(Vec::new()),
             lines: Lines::default(),
+            lines_from: 0,
         }
     }
 
@@ -148,7 +160,9 @@ impl<'a> OutputCheck<'a> {
         if let Some(k) = &mut self.kept {
             k.extend_from_slice(b);
         }
-        self.lines.feed(b);
+        if self.first_diff.is_some() {
+            self.lines.feed(b);
+        }
         while self.first_diff.is_none() && self.damaged.is_none() && !b.is_empty() {
             if !self.refill() {
                 break;
@@ -156,9 +170,20 @@ impl<'a> OutputCheck<'a> {
             let n = b.len().min(self.cur.len() - self.at);
             let (want, got) = (&self.cur[self.at..self.at + n], &b[..n]);
             // One vectorised compare of the piece; the byte only when they differ.
-            if want != got {
-                let i = want.iter().zip(got).position(|(x, y)| x != y);
-                self.first_diff = Some(self.replayed + i.unwrap_or(0) as u64);
+            let same = if want == got {
+                n
+            } else {
+                want.iter().zip(got).position(|(x, y)| x != y).unwrap_or(0)
+            };
+            self.agreed_line(&got[..same]);
+            if same < n {
+                let d = self.replayed + same as u64;
+                self.first_diff = Some(d);
+                if let Some(line) = &self.line {
+                    self.lines_from = d - line.len() as u64;
+                    self.lines.feed(line);
+                }
+                self.lines.feed(&b[same..]);
             }
             self.at += n;
             self.replayed += n as u64;
@@ -167,32 +192,55 @@ impl<'a> OutputCheck<'a> {
         self.replayed += b.len() as u64;
     }
 
+    /// Keep the replay's bytes since the last newline of `agreed` (bytes equal to the
+    /// recording's), for [`OutputCheck::verdict`]'s line-order check.
+    fn agreed_line(&mut self, agreed: &[u8]) {
+        let Some(line) = &mut self.line else {
+            return;
+        };
+        let tail = match memchr::memrchr(b'\n', agreed) {
+            Some(nl) => {
+                line.clear();
+                &agreed[nl + 1..]
+            }
+            None => agreed,
+        };
+        if line.len() + tail.len() > LINE_MAX {
+            self.line = None;
+        } else {
+            line.extend_from_slice(tail);
+        }
+    }
+
     /// How the replay's stream compared with the recorded one so far; Err when a recorded
     /// chunk it reached is damaged.
     pub fn verdict(&self) -> Result<StreamMatch, &TraceError> {
         if let Some(e) = &self.damaged {
             return Err(e);
         }
-        let differs = self.first_diff.is_some() || self.replayed != self.rec.len;
         Ok(StreamMatch {
             recorded: self.rec.len,
             replayed: self.replayed,
             first_diff: self.first_diff,
-            reordered: differs
+            reordered: self.first_diff.is_some()
+                && self.line.is_some()
                 && self.replayed == self.rec.len
                 && self.recorded_lines() == Some(self.lines.finished()),
         })
     }
 
-    /// The recorded stream's lines (read again, only for a replay whose stream differs), or
-    /// None when a chunk does not decompress.
+    /// The recorded stream's lines from `lines_from` on (read again, only for a replay whose
+    /// stream differs), or None when a chunk does not decompress.
     fn recorded_lines(&self) -> Option<Lines> {
         let mut dec = zstd::bulk::Decompressor::new().ok()?;
         let mut buf = Vec::new();
         let mut lines = Lines::default();
+        let mut at = 0u64;
         for c in &self.rec.chunks {
             c.decompress_into(&mut dec, &mut buf).ok()?;
-            lines.feed(&buf);
+            let skip = self.lines_from.saturating_sub(at).min(buf.len() as u64) as usize;
+            lines.feed(&buf[skip..]);
+            at += buf.len() as u64;
         }
         Some(lines.finished())
     }
@@ -284,5 +332,11 @@ mod tests {
         let twice = check(&rec, &[b"built f1.o\nbuilt f1.o\nlinked\n"]);
         assert!(!twice.reordered);
         assert!(!check(&rec, &[b"built f1.o\nbuilt f2.o\nlinked\n"]).reordered);
+        // A difference late in a line that began in an earlier piece and chunk.
+        let rec = recorded(&[b"aa\nxy", b"z1\nxyz2\n"]);
+        let late = check(&rec, &[b"aa\nx", b"yz2\nxyz1\n"]);
+        assert!(late.reordered);
+        assert_eq!(late.diff_at(), 6);
+        assert!(!check(&rec, &[b"aa\nx", b"yz2\nxyz3\n"]).reordered);
     }
 }
