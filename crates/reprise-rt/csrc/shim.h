@@ -120,11 +120,12 @@ SHIM_HIDDEN int reprise_shim_placeholder(int want);
 /* Children and their pipes (shim_child.c, which says what each is). */
 SHIM_HIDDEN void reprise_shim_pipe_made(const int p[2]);
 SHIM_HIDDEN void reprise_shim_pipe_written(const struct stat *st);
-SHIM_HIDDEN int reprise_shim_child_pipe(const struct stat *st);
+/* What a read of a pipe reads (shim_child.c, reprise_shim_pipe_reads). */
+enum { PIPE_OWN = 0, PIPE_FROM_CHILD = 1, PIPE_SHARED = 2 };
+SHIM_HIDDEN int reprise_shim_pipe_reads(const struct stat *st);
 SHIM_HIDDEN void reprise_shim_pipe_to_child(int wfd);
 SHIM_HIDDEN int reprise_shim_feeds_child(const struct stat *st);
 SHIM_HIDDEN void reprise_shim_drain_how(int fd, void *scratch, size_t cap, long want, int wait);
-SHIM_HIDDEN int reprise_shim_pipe_shared(const struct stat *st);
 SHIM_HIDDEN pid_t reprise_shim_child_made(pid_t real);
 SHIM_HIDDEN pid_t reprise_shim_child_real(pid_t pid);
 /* Replay: the thread's next recorded result, not taken, without a runtime entry (calls.rs). */

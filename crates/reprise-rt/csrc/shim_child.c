@@ -69,43 +69,39 @@ SHIM_HIDDEN void reprise_shim_pipe_written(const struct stat *st)
     shim_unlock(&pipes_lock);
 }
 
-/* Whether a read of the pipe of `st` reads what another process (a child) wrote: one the
- * program made and never wrote into. */
-SHIM_HIDDEN int reprise_shim_child_pipe(const struct stat *st)
+/* Whether the pipe entry `i` was made before the program's latest child (fork, posix_spawn),
+ * which may read it through the read end it inherited: Python's multiprocessing.Pool writes its
+ * tasks into a pipe whose read end the parent keeps and its forked workers read. The caller
+ * holds the lock. */
+static int shared_with_child(int i)
 {
-    if (!S_ISFIFO(st->st_mode)) return 0;
-    shim_lock(&pipes_lock);
-    int i = pipe_slot(st);
-    int child = i >= 0 && !pipes[i].written;
-    shim_unlock(&pipes_lock);
-    return child;
+    return pipes[i].forks != __atomic_load_n(&children_made, __ATOMIC_SEQ_CST);
 }
 
-/* Whether the pipe of `st` is one the program made and then made a child (fork, posix_spawn),
- * which may read it through the read end it inherited: Python's multiprocessing.Pool writes its
- * tasks into a pipe whose read end the parent keeps and its forked workers read. */
-SHIM_HIDDEN int reprise_shim_pipe_shared(const struct stat *st)
+/* What a read of the pipe of `st` reads: PIPE_FROM_CHILD what another process (a child) wrote,
+ * for one the program made and never wrote into; PIPE_SHARED what the program wrote itself
+ * or a child did, for one it wrote into and made a child after; else PIPE_OWN. */
+SHIM_HIDDEN int reprise_shim_pipe_reads(const struct stat *st)
 {
-    if (!S_ISFIFO(st->st_mode)) return 0;
+    if (!S_ISFIFO(st->st_mode)) return PIPE_OWN;
     shim_lock(&pipes_lock);
     int i = pipe_slot(st);
-    int shared = i >= 0 && pipes[i].forks != __atomic_load_n(&children_made, __ATOMIC_SEQ_CST);
+    int k = i < 0 ? PIPE_OWN : !pipes[i].written ? PIPE_FROM_CHILD : shared_with_child(i) ? PIPE_SHARED : PIPE_OWN;
     shim_unlock(&pipes_lock);
-    return shared;
+    return k;
 }
 
 /* Whether a write into `fd` (status `st`) feeds a child: a pipe the program made whose read
  * end it no longer holds (closed after the fork, or popen's), or one it made a child after
- * (reprise_shim_pipe_shared: the child may read it). A program that keeps its read end open
- * and has no child since (a pipe to itself) writes for itself: such writes stay revocable,
- * its reads recorded. */
+ * (shared_with_child: the child may read it). A program that keeps its read end open and has
+ * no child since (a pipe to itself) writes for itself: such writes stay revocable, its reads
+ * recorded. */
 SHIM_HIDDEN int reprise_shim_feeds_child(const struct stat *st)
 {
     if (!S_ISFIFO(st->st_mode)) return 0;
-    if (reprise_shim_pipe_shared(st)) return 1;
     shim_lock(&pipes_lock);
     int i = pipe_slot(st);
-    int rfd = i >= 0 ? pipes[i].rfd : -2;
+    int rfd = i < 0 ? -2 : shared_with_child(i) ? -1 : pipes[i].rfd;
     shim_unlock(&pipes_lock);
     if (rfd == -2) return 0;
     struct stat r;

@@ -147,8 +147,8 @@ static int file_read_class(int fd, int rf)
 {
     struct stat st;
     if (RAW_FSTAT(fd, &st) != 0) return IO_EMULATE;
-    if (reprise_shim_child_pipe(&st)) return IO_PIPE;
-    if (reprise_shim_pipe_shared(&st)) return IO_PIPE_SHARED;
+    int pk = reprise_shim_pipe_reads(&st);
+    if (pk != PIPE_OWN) return pk == PIPE_FROM_CHILD ? IO_PIPE : IO_PIPE_SHARED;
     if (fd == 0 || (rf & RF_PORTABLE) || !S_ISREG(st.st_mode)) return IO_EMULATE;
     if (!(rf & RF_HASH_ALL) && st.st_size < REEXEC_FILE_SIZE) return IO_EMULATE;
     if (pseudo_fs(fd, st.st_dev)) return IO_EMULATE;
